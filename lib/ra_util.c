@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers shared by the mmap readahead selftests.
+ *
+ * Each test gets a filesystem of its own: a sparse image on a tmpfs that
+ * is mounted over /tmp in a private mount namespace, attached to a loop
+ * device with LO_FLAGS_AUTOCLEAR, formatted and mounted in that namespace.
+ * When the test process exits, even by SIGKILL, the namespace goes away,
+ * the mount with it, and the loop device detaches itself: nothing is left
+ * behind.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+
+#include "../kselftest.h"
+#include "ra_util.h"
+
+/* Apparent size of the sparse image; only metadata is ever written. */
+#define RA_IMAGE_SIZE		(2ULL << 30)
+/* Where the private tmpfs holding the image and the mount point goes. */
+#define RA_SCRATCH		"/tmp"
+#define RA_THP_ENABLED		"/sys/kernel/mm/transparent_hugepage/enabled"
+/* Pages between two looks at the major fault counter during a walk. */
+#define RA_WALK_CHECK		16
+/* A walk unmaps what lies this many bytes behind it, to bound its RSS. */
+#define RA_WALK_ZAP		(16UL << 20)
+
+static int fs_skip(struct ra_fs *fs, const char *fmt, const char *arg)
+{
+	snprintf(fs->why, sizeof(fs->why), fmt, arg);
+	return KSFT_SKIP;
+}
+
+static int fs_fail(struct ra_fs *fs, const char *what)
+{
+	snprintf(fs->why, sizeof(fs->why), "%s: %s", what, strerror(errno));
+	return -1;
+}
+
+static bool have_cap_sys_admin(void)
+{
+	cap_flag_value_t val = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		return false;
+	if (cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &val))
+		val = CAP_CLEAR;
+	cap_free(caps);
+	return val == CAP_SET;
+}
+
+static int write_file(const char *path, const char *buf)
+{
+	size_t len = strlen(buf);
+	int fd, ret = 0;
+
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	if (write(fd, buf, len) != (ssize_t)len)
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Run argv[0] found in PATH (plus the sbin directories), output hidden. */
+static int run_quiet(char *const argv[])
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		setenv("PATH", "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin", 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* Find the read_ahead_kb attribute of the disk behind device @dev. */
+static void find_sysfs_ra(struct ra_fs *fs, dev_t dev)
+{
+	char base[96], real[RA_PATH_LEN], path[2 * RA_PATH_LEN];
+	struct stat st;
+	char *resolved;
+
+	fs->sysfs_ra[0] = '\0';
+	snprintf(base, sizeof(base), "/sys/dev/block/%u:%u",
+		 major(dev), minor(dev));
+	resolved = realpath(base, NULL);
+	if (!resolved)
+		return;
+	snprintf(real, sizeof(real), "%s", resolved);
+	free(resolved);
+	snprintf(path, sizeof(path), "%s/partition", real);
+	if (!stat(path, &st))
+		snprintf(path, sizeof(path), "%s/../queue/read_ahead_kb", real);
+	else
+		snprintf(path, sizeof(path), "%s/queue/read_ahead_kb", real);
+	if (!access(path, R_OK))
+		snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", path);
+	snprintf(fs->bdev, sizeof(fs->bdev), "%s", strrchr(real, '/') + 1);
+}
+
+/* Use the directory named by READAHEAD_TEST_DIR instead of a new fs. */
+static int fs_use_dir(struct ra_fs *fs, const char *dir)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return fs_skip(fs, RA_ENV_DIR "=%s is not a directory", dir);
+	if (statfs(dir, &sfs))
+		return fs_fail(fs, "statfs");
+	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
+		return fs_skip(fs, "%s is on tmpfs/ramfs, which has no readahead",
+			       dir);
+	snprintf(fs->dir, sizeof(fs->dir), "%s", dir);
+	snprintf(fs->type, sizeof(fs->type), "dir");
+	fs->block_size = st.st_blksize;
+	find_sysfs_ra(fs, st.st_dev);
+	return 0;
+}
+
+/* Attach @img_fd to a free loop device that detaches on last close. */
+static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len)
+{
+	struct loop_config cfg = {
+		.fd = img_fd,
+		.info.lo_flags = LO_FLAGS_AUTOCLEAR,
+	};
+	int ctl, nr, fd, tries;
+
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return fs_skip(fs, "no loop device support (%s)", strerror(errno));
+	for (tries = 0; tries < 16; tries++) {
+		nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (nr < 0)
+			break;
+		snprintf(dev, len, "/dev/loop%d", nr);
+		fd = open(dev, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (!ioctl(fd, LOOP_CONFIGURE, &cfg)) {
+			close(ctl);
+			snprintf(fs->bdev, sizeof(fs->bdev), "loop%d", nr);
+			return fd;
+		}
+		close(fd);
+		if (errno != EBUSY)	/* EBUSY: another process took it */
+			break;
+	}
+	close(ctl);
+	return fs_fail(fs, "attaching a loop device");
+}
+
+static int fs_mkfs(struct ra_fs *fs, const char *dev)
+{
+	char bs[32], tool[32];
+	char *ext4[] = { tool, "-q", "-F", "-b", bs, "-E",
+			 "lazy_itable_init=1,lazy_journal_init=1",
+			 (char *)dev, NULL };
+	char *xfs[] = { tool, "-q", "-f", "-K", "-b", bs, (char *)dev, NULL };
+	int ret;
+
+	snprintf(tool, sizeof(tool), "mkfs.%s", fs->type);
+	if (!strcmp(fs->type, "xfs"))
+		snprintf(bs, sizeof(bs), "size=%lu", fs->block_size);
+	else
+		snprintf(bs, sizeof(bs), "%lu", fs->block_size);
+	ret = run_quiet(strcmp(fs->type, "xfs") ? ext4 : xfs);
+	if (ret == 127)
+		return fs_skip(fs, "%s not found (install e2fsprogs/xfsprogs)",
+			       tool);
+	if (ret) {
+		snprintf(fs->why, sizeof(fs->why), "%s -b %s failed (exit %d)",
+			 tool, bs, ret);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * ra_fs_setup() - create the filesystem a test runs on
+ * @fs: state to fill in; @fs->why holds the reason on skip or failure
+ * @type: filesystem type, "ext4" or "xfs"
+ * @block_size: filesystem block size in bytes; above the page size the
+ *	page cache uses folios of at least that size (min folio order)
+ *
+ * Moves the caller into a private mount namespace, mounts a tmpfs over
+ * /tmp there, creates a sparse image on it, attaches it to a loop device
+ * with LO_FLAGS_AUTOCLEAR, runs mkfs and mounts the result. Everything
+ * vanishes with the calling process. When the environment variable
+ * READAHEAD_TEST_DIR names a directory, that directory is used instead
+ * and nothing is created.
+ *
+ * Return: 0 on success; KSFT_SKIP when the environment cannot run the
+ * test (no CAP_SYS_ADMIN, no loop device, filesystem, mkfs tool or block
+ * size support); -1 on an unexpected error (errno set).
+ */
+int ra_fs_setup(struct ra_fs *fs, const char *type, unsigned long block_size)
+{
+	const char *env = getenv(RA_ENV_DIR);
+	char img[RA_PATH_LEN], dev[32];
+	int img_fd, loop_fd, ret;
+	const char *opts;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->page_size = sysconf(_SC_PAGESIZE);
+	if (env && *env)
+		return fs_use_dir(fs, env);
+
+	snprintf(fs->type, sizeof(fs->type), "%s", type);
+	fs->block_size = block_size;
+	if (!have_cap_sys_admin())
+		return fs_skip(fs, "%s", "needs CAP_SYS_ADMIN to create a loop filesystem");
+
+	if (unshare(CLONE_NEWNS))
+		return fs_fail(fs, "unshare(CLONE_NEWNS)");
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return fs_fail(fs, "making mounts private");
+	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0, "mode=0700"))
+		return fs_fail(fs, "mounting scratch tmpfs");
+
+	snprintf(img, sizeof(img), "%s/image", RA_SCRATCH);
+	snprintf(fs->mnt, sizeof(fs->mnt), "%s/mnt", RA_SCRATCH);
+	if (mkdir(fs->mnt, 0700))
+		return fs_fail(fs, "mkdir");
+	img_fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (img_fd < 0)
+		return fs_fail(fs, "creating image");
+	if (ftruncate(img_fd, RA_IMAGE_SIZE)) {
+		close(img_fd);
+		return fs_fail(fs, "sizing image");
+	}
+	loop_fd = loop_attach(fs, img_fd, dev, sizeof(dev));
+	close(img_fd);
+	unlink(img);
+	if (loop_fd < 0 || loop_fd == KSFT_SKIP)
+		return loop_fd;
+
+	ret = fs_mkfs(fs, dev);
+	if (ret) {
+		close(loop_fd);
+		return ret;
+	}
+	opts = strcmp(type, "ext4") ? "" : "noinit_itable";
+	if (mount(dev, fs->mnt, type, MS_NOATIME, opts)) {
+		int err = errno;
+
+		close(loop_fd);
+		errno = err;
+		if (err == ENODEV)
+			return fs_skip(fs, "kernel lacks %s support", type);
+		if (err == EINVAL && block_size > fs->page_size) {
+			snprintf(fs->why, sizeof(fs->why),
+				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages",
+				 type, block_size, fs->page_size);
+			return KSFT_SKIP;
+		}
+		return fs_fail(fs, "mount");
+	}
+	/* The mount now holds the loop device; autoclear on its release. */
+	close(loop_fd);
+	fs->own = true;
+	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
+	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
+		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
+	return 0;
+}
+
+/**
+ * ra_fs_teardown() - unmount what ra_fs_setup() created
+ * @fs: filesystem state; a no-op for a READAHEAD_TEST_DIR directory
+ *
+ * Unmounting releases the loop device, which then detaches itself. A
+ * process that dies without calling this leaves nothing either: its mount
+ * namespace, and the mounts in it, go away with it.
+ */
+void ra_fs_teardown(struct ra_fs *fs)
+{
+	if (!fs->own)
+		return;
+	umount2(fs->mnt, MNT_DETACH);
+	umount2(RA_SCRATCH, MNT_DETACH);
+	fs->own = false;
+}
+
+/**
+ * ra_set_read_ahead_kb() - set the readahead window of the test's disk
+ * @fs: filesystem whose backing queue is changed
+ * @kb: read_ahead_kb in KiB; ra_pages becomes @kb * 1024 / page size
+ *
+ * The window is copied into file->f_ra when a file is opened, so this
+ * must come before ra_open_cold(). On a READAHEAD_TEST_DIR directory the
+ * current value is accepted when it already equals @kb.
+ *
+ * Return: 0 on success, KSFT_SKIP with @fs->why set when the value cannot
+ * be set, -1 on a write error (errno set).
+ */
+int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
+{
+	char buf[32];
+
+	if (!fs->sysfs_ra[0])
+		return fs_skip(fs, "no read_ahead_kb attribute for %s", fs->dir);
+	fs->ra_kb = kb;
+	snprintf(buf, sizeof(buf), "%lu", kb);
+	if (!write_file(fs->sysfs_ra, buf))
+		return 0;
+	if (!read_file(fs->sysfs_ra, buf, sizeof(buf)) &&
+	    strtoul(buf, NULL, 10) == kb)
+		return 0;
+	if (errno == EACCES || errno == EPERM)
+		return fs_skip(fs, "cannot write %s", fs->sysfs_ra);
+	return fs_fail(fs, "writing read_ahead_kb");
+}
+
+/**
+ * ra_pages() - the readahead window a file opened now gets
+ * @fs: filesystem
+ *
+ * Return: ra_pages, in pages: read_ahead_kb converted to pages.
+ */
+unsigned long ra_pages(const struct ra_fs *fs)
+{
+	return fs->ra_kb * 1024 / fs->page_size;
+}
+
+/**
+ * ra_folio_size() - smallest page cache folio of the test filesystem
+ * @fs: filesystem
+ *
+ * Return: the larger of the block size and the page size, in bytes: the
+ * size of a min-order folio, the least a single read can bring in.
+ */
+unsigned long ra_folio_size(const struct ra_fs *fs)
+{
+	return fs->block_size > fs->page_size ? fs->block_size : fs->page_size;
+}
+
+/**
+ * ra_file_create() - create a sparse test file
+ * @fs: filesystem to create it on
+ * @name: file name inside @fs->dir
+ * @size: file size in bytes
+ * @path: buffer receiving the file's path
+ * @path_len: size of @path in bytes
+ *
+ * The file is a hole from start to end: readahead, folio allocation and
+ * fault accounting treat it exactly like written data, and no test
+ * depends on disk speed or disk space.
+ *
+ * Return: 0 on success, -1 on error (errno set).
+ */
+int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
+		   char *path, size_t path_len)
+{
+	int fd, ret;
+
+	snprintf(path, path_len, "%s/%s", fs->dir, name);
+	unlink(path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	ret = ftruncate(fd, size);
+	close(fd);
+	return ret;
+}
+
+/**
+ * ra_drop_cache() - empty a file's page cache and check that it is empty
+ * @fd: open file, not mapped anywhere
+ * @size: file size in bytes
+ *
+ * Uses POSIX_FADV_DONTNEED (never /proc/sys/vm/drop_caches) and verifies
+ * with mincore() that no page of the file is resident.
+ *
+ * Return: 0 when nothing is resident, -1 otherwise (errno set; EBUSY
+ * when pages stayed resident).
+ */
+int ra_drop_cache(int fd, size_t size)
+{
+	long resident;
+	void *p;
+
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		return -1;
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	resident = ra_resident_pages(p, size);
+	munmap(p, size);
+	if (resident) {
+		errno = resident < 0 ? errno : EBUSY;
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * ra_open_cold() - open a test file with an empty page cache
+ * @path: file to open read-only
+ *
+ * A fresh open() gives a fresh file->f_ra: mmap_miss is 0 and ra_pages is
+ * the disk's current read_ahead_kb in pages.
+ *
+ * Return: the file descriptor, or -1 on error (errno set).
+ */
+int ra_open_cold(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || ra_drop_cache(fd, st.st_size)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/**
+ * ra_file_prepare() - create the test file and open it cold
+ * @fs: filesystem to create it on
+ * @size: file size in bytes
+ * @ra_kb: read_ahead_kb to set before opening, in KiB
+ * @fd: receives the open file descriptor
+ *
+ * Prints the filesystem, read_ahead_kb, ra_pages and folio size the test
+ * runs with.
+ *
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set.
+ */
+int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
+		    int *fd)
+{
+	char path[2 * RA_PATH_LEN];
+	int ret;
+
+	ret = ra_set_read_ahead_kb(fs, ra_kb);
+	if (ret)
+		return ret;
+	if (ra_file_create(fs, "file", size, path, sizeof(path)))
+		return fs_fail(fs, "creating test file");
+	*fd = ra_open_cold(path);
+	if (*fd < 0)
+		return fs_fail(fs, "dropping test file from page cache");
+	ksft_print_msg("%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n",
+		       fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
+		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
+		       size >> 20);
+	return 0;
+}
+
+/**
+ * ra_report() - print a measured figure next to its bound
+ * @fs: filesystem the figure was measured on
+ * @what: what was measured
+ * @measured: the figure, in major faults
+ * @bound: the test's bound, in major faults
+ */
+void ra_report(const struct ra_fs *fs, const char *what, long measured,
+	       long bound)
+{
+	ksft_print_msg("%s: %ld major faults, bound %ld, ra_pages %lu, folio %lu bytes\n",
+		       what, measured, bound, ra_pages(fs), ra_folio_size(fs));
+}
+
+/**
+ * ra_resident_pages() - count resident pages in a mapping
+ * @addr: page-aligned start of the range
+ * @len: length of the range in bytes
+ *
+ * Return: the number of pages mincore() reports resident, or -1 on error
+ * (errno set).
+ */
+long ra_resident_pages(const void *addr, size_t len)
+{
+	size_t ps = sysconf(_SC_PAGESIZE), n = (len + ps - 1) / ps, i;
+	unsigned char *vec;
+	long count = 0;
+
+	vec = malloc(n);
+	if (!vec)
+		return -1;
+	if (mincore((void *)addr, len, vec)) {
+		free(vec);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		count += vec[i] & 1;
+	free(vec);
+	return count;
+}
+
+/**
+ * ra_majflt() - major faults of the calling process so far
+ *
+ * A major fault is a page cache miss in filemap_fault(): the faulting
+ * task had to start the read (and any readahead) itself.
+ *
+ * Return: ru_majflt of RUSAGE_SELF, summed over all threads.
+ */
+long ra_majflt(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return -1;
+	return ru.ru_majflt;
+}
+
+/**
+ * ra_limit() - major fault count at which a measured walk may stop
+ * @bound: the test's bound in major faults
+ *
+ * Once a walk passes its bound the verdict is known; stopping there keeps
+ * a broken kernel as fast to test as a healthy one. READAHEAD_FULL_RUN=1
+ * disables the early stop, to measure a broken kernel's whole figure.
+ *
+ * Return: @bound, or LONG_MAX when READAHEAD_FULL_RUN=1.
+ */
+long ra_limit(long bound)
+{
+	const char *full = getenv(RA_ENV_FULL);
+
+	return full && !strcmp(full, "1") ? LONG_MAX : bound;
+}
+
+/**
+ * ra_walk_pages() - read one byte of each page, counting major faults
+ * @addr: page-aligned start of a mapping
+ * @npages: number of pages to touch
+ * @backwards: walk from the last page to the first
+ * @limit: stop once more than this many major faults were taken
+ * @walk: result: faults taken, pages touched, whether it stopped early
+ *
+ * The counter is read every 16 pages, so an early stop happens at most 16
+ * pages after the limit is passed. Pages more than 16 MiB behind the walk
+ * are zapped with MADV_DONTNEED to keep the RSS small; they stay in the
+ * page cache, and lie far outside the fault-around and readahead windows
+ * of the pages still to come.
+ */
+void ra_walk_pages(const volatile char *addr, size_t npages, bool backwards,
+		   long limit, struct ra_walk *walk)
+{
+	size_t ps = sysconf(_SC_PAGESIZE), zap = RA_WALK_ZAP / ps, i;
+	long start = ra_majflt();
+
+	walk->stopped = false;
+	for (i = 0; i < npages; i++) {
+		size_t page = backwards ? npages - 1 - i : i;
+
+		(void)addr[page * ps];
+		if ((i + 1) % zap == 0 && i + 1 >= 2 * zap) {
+			size_t first = backwards ? npages - (i + 1 - zap) :
+					i + 1 - 2 * zap;
+
+			madvise((void *)(addr + first * ps), zap * ps,
+				MADV_DONTNEED);
+		}
+		if ((i + 1) % RA_WALK_CHECK == 0 &&
+		    ra_majflt() - start > limit) {
+			walk->stopped = true;
+			i++;
+			break;
+		}
+	}
+	walk->touched = i;
+	walk->majflt = ra_majflt() - start;
+}
+
+/**
+ * ra_thp_madvise_enable() - let MADV_HUGEPAGE mappings use THP
+ * @saved: buffer receiving the mode to restore, "" when unchanged
+ * @saved_len: size of @saved in bytes
+ *
+ * force_thp_readahead needs VM_HUGEPAGE honoured: when the global THP mode
+ * is "never" it is switched to "madvise" and the old mode is saved for
+ * ra_thp_restore().
+ *
+ * Return: 0 on success, KSFT_SKIP when THP is not available or the mode
+ * cannot be changed.
+ */
+int ra_thp_madvise_enable(char *saved, size_t saved_len)
+{
+	char buf[128];
+
+	saved[0] = '\0';
+	if (read_file(RA_THP_ENABLED, buf, sizeof(buf)))
+		return KSFT_SKIP;
+	if (!strstr(buf, "[never]"))
+		return 0;
+	if (write_file(RA_THP_ENABLED, "madvise"))
+		return KSFT_SKIP;
+	snprintf(saved, saved_len, "never");
+	return 0;
+}
+
+/**
+ * ra_thp_restore() - restore the THP mode saved by ra_thp_madvise_enable()
+ * @saved: the saved mode, "" when nothing was changed
+ */
+void ra_thp_restore(const char *saved)
+{
+	if (saved[0])
+		write_file(RA_THP_ENABLED, saved);
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Descending readers: a mapping read from its last page to its first, as
+ * memmove()/memcpy() do when they copy backwards, must still get
+ * readahead when the mapping asks for it.
+ *
+ *   file  |page 0|page 1| ... |page n-2|page n-1|
+ *   walk      <----------------------------- start here, one touch a page
+ *
+ * madv_hugepage: VM_HUGEPAGE makes a fault read the aligned PMD-sized
+ *   folio around it (force_thp_readahead), so a descending walk takes one
+ *   major fault per PMD. When mmap_miss passes MMAP_LOTSAMISS because a
+ *   PMD mapping never counts as a hit, readahead stops after about a
+ *   hundred PMD folios and every later page is read on its own. The walk
+ *   covers 256 PMDs (512 on large-block filesystems, whose folios hold
+ *   fewer pages), well past that point.
+ *   Bound: 10 major faults per PMD. healthy: 1 per PMD. broken: one per
+ *   folio for the PMDs after the first hundred: 512 per PMD at 4 KiB
+ *   folios, 128 at 16 KiB, 32 at 64 KiB.
+ *
+ * madv_sequential: VM_SEQ_READ reads ra_pages forwards from the fault, so
+ *   each backward step lands below everything read: one major fault per
+ *   folio. A kernel that reads the window ending at a descending fault
+ *   takes one per ra_pages window.
+ *   Bound: 10 major faults per ra_pages window (160 for 128 MiB at
+ *   read_ahead_kb 8192). healthy: 16 (one a window). broken: one per
+ *   folio, 32768 at 4 KiB folios, 2048 at 64 KiB: 12.8x the bound or more.
+ *
+ * ascending_control: the same MADV_SEQUENTIAL walk from the first page
+ *   forwards, same bound: 1 major fault on every kernel. It tells a
+ *   broken descending path from a broken test environment.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "ra_util.h"
+
+#define SEQ_SIZE	(128UL << 20)
+#define RA_KB		8192UL
+#define PMD_WALK	256UL
+#define HPAGE_PMD_SIZE	"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
+
+FIXTURE(descending) {
+	struct ra_fs fs;
+	int fd;
+	char *map;
+	size_t size;
+	char thp_saved[32];
+};
+
+FIXTURE_VARIANT(descending) {
+	const char *type;
+	unsigned long block_size;
+};
+
+RA_FS_VARIANTS(descending);
+
+FIXTURE_SETUP(descending)
+{
+	RA_SETUP_FS(&self->fs, variant);
+}
+
+FIXTURE_TEARDOWN(descending)
+{
+	if (self->map && self->map != MAP_FAILED)
+		munmap(self->map, self->size);
+	if (self->fd > 0)
+		close(self->fd);
+	ra_thp_restore(self->thp_saved);
+	ra_fs_teardown(&self->fs);
+}
+
+static unsigned long pmd_size(void)
+{
+	unsigned long size = 0;
+	FILE *f = fopen(HPAGE_PMD_SIZE, "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &size) != 1)
+		size = 0;
+	fclose(f);
+	return size;
+}
+
+TEST_F_TIMEOUT(descending, madv_hugepage, 180)
+{
+	unsigned long pmd = pmd_size(), nr_pmd = PMD_WALK;
+	size_t ps = self->fs.page_size;
+	struct ra_walk walk;
+	long bound;
+
+	if (!pmd || ra_thp_madvise_enable(self->thp_saved,
+					  sizeof(self->thp_saved)))
+		SKIP(return, "transparent hugepages not available");
+	if (ra_folio_size(&self->fs) > ps)
+		nr_pmd *= 2;
+	self->size = nr_pmd * pmd;
+	bound = 10 * nr_pmd;
+
+	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	/* A PMD-aligned mapping, so each PMD folio can be mapped whole. */
+	self->map = mmap(NULL, self->size + pmd, PROT_READ, MAP_SHARED,
+			 self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map);
+	munmap(self->map, self->size + pmd);
+	self->map = (char *)(((unsigned long)self->map + pmd - 1) & ~(pmd - 1));
+	self->map = mmap(self->map, self->size, PROT_READ,
+			 MAP_SHARED | MAP_FIXED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map);
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_HUGEPAGE));
+
+	ra_walk_pages(self->map, self->size / ps, true, ra_limit(bound), &walk);
+	ra_report(&self->fs, "descending walk, MADV_HUGEPAGE", walk.majflt,
+		  bound);
+	EXPECT_LE(walk.majflt, bound)
+		TH_LOG("%ld major faults after %zu of %zu pages, bound %ld (%lu PMDs), ra_pages %lu, folio %lu bytes; suspected: mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped",
+		       walk.majflt, walk.touched, self->size / ps, bound,
+		       nr_pmd, ra_pages(&self->fs), ra_folio_size(&self->fs));
+}
+
+/* Walk a MADV_SEQUENTIAL mapping one page at a time in one direction. */
+static void sequential_walk(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(descending) *self, bool backwards)
+{
+	size_t ps = self->fs.page_size;
+	struct ra_walk walk;
+	long bound;
+
+	self->size = SEQ_SIZE;
+	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	bound = 10 * (SEQ_SIZE / (RA_KB * 1024));
+	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map);
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
+
+	ra_walk_pages(self->map, self->size / ps, backwards, ra_limit(bound),
+		      &walk);
+	ra_report(&self->fs, backwards ? "descending walk, MADV_SEQUENTIAL" :
+		  "ascending walk, MADV_SEQUENTIAL", walk.majflt, bound);
+	EXPECT_LE(walk.majflt, bound)
+		TH_LOG("%ld major faults after %zu of %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; suspected: %s",
+		       walk.majflt, walk.touched, self->size / ps, bound,
+		       ra_pages(&self->fs), ra_folio_size(&self->fs),
+		       backwards ? "VM_SEQ_READ reads only forwards from a descending fault" :
+		       "sequential readahead broken for a plain forward walk");
+}
+
+TEST_F_TIMEOUT(descending, madv_sequential, 180)
+{
+	sequential_walk(_metadata, self, true);
+}
+
+TEST_F_TIMEOUT(descending, ascending_control, 180)
+{
+	sequential_walk(_metadata, self, false);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * VMA boundaries: readahead state lives in the struct file, not in the
+ * VMA, so a reader that maps consecutive ranges of a file as separate
+ * VMAs keeps one readahead stream across them. Clamping mmap readahead
+ * (read-around and async readahead) to the faulting VMA makes every VMA
+ * start with a synchronous read: one major fault per VMA.
+ *
+ * per_frame_mmaps: frames laid out like 4K YUV420 video, each plane
+ * mapped on its own, read in order and unmapped, as a video encoder does:
+ *
+ *   file |  Y 3840x2160  | U 1920x1080 | V 1920x1080 |  Y  | U | V | ...
+ *   VMAs  [-- mmap 1 ---][-- mmap 2 --][-- mmap 3 --][ 4 ][ 5 ][ 6 ]...
+ *
+ * Planes are not page aligned: each mapping covers the pages its plane
+ * touches, so neighbours share a page at the seam.
+ *
+ * mprotect_split: one mapping of 128 chunks of 2 MiB, every other chunk
+ * made writable (MAP_PRIVATE) so that no two neighbours merge:
+ *
+ *   VMAs  [ r ][ rw ][ r ][ rw ] ... 128 VMAs ... [ rw ]
+ *
+ * Bound: major faults <= VMAs / 10 (14 for 144 planes, 12 for 128
+ * chunks). healthy: 1, the first fault of the stream. broken: at least
+ * one per VMA, 10x the bound or more.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "ra_util.h"
+
+#define RA_KB		512UL
+#define FRAMES		48
+#define LUMA_SIZE	(3840UL * 2160)
+#define CHROMA_SIZE	(1920UL * 1080)
+#define FRAME_SIZE	(LUMA_SIZE + 2 * CHROMA_SIZE)
+#define CHUNK_SIZE	(2UL << 20)
+#define CHUNKS		128
+#define SUSPECT		"suspected: mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
+
+FIXTURE(vma_boundary) {
+	struct ra_fs fs;
+	int fd;
+	char *map;
+	size_t size;
+};
+
+FIXTURE_VARIANT(vma_boundary) {
+	const char *type;
+	unsigned long block_size;
+};
+
+RA_FS_VARIANTS(vma_boundary);
+
+FIXTURE_SETUP(vma_boundary)
+{
+	RA_SETUP_FS(&self->fs, variant);
+}
+
+FIXTURE_TEARDOWN(vma_boundary)
+{
+	if (self->map && self->map != MAP_FAILED)
+		munmap(self->map, self->size);
+	if (self->fd > 0)
+		close(self->fd);
+	ra_fs_teardown(&self->fs);
+}
+
+/*
+ * Map the pages covering file bytes [off, off + len), read them in order,
+ * unmap. Returns the major faults taken, or -1 if mmap() failed.
+ */
+static long read_plane(int fd, size_t off, size_t len, size_t ps, long limit)
+{
+	size_t start = off & ~(ps - 1);
+	size_t maplen = ((off + len + ps - 1) & ~(ps - 1)) - start;
+	struct ra_walk walk;
+	char *p;
+
+	p = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, start);
+	if (p == MAP_FAILED)
+		return -1;
+	ra_walk_pages(p, maplen / ps, false, limit, &walk);
+	munmap(p, maplen);
+	return walk.majflt;
+}
+
+TEST_F_TIMEOUT(vma_boundary, per_frame_mmaps, 180)
+{
+	const size_t planes[] = { LUMA_SIZE, CHROMA_SIZE, CHROMA_SIZE };
+	size_t ps = self->fs.page_size, off = 0;
+	long bound = 3 * FRAMES / 10, limit = ra_limit(bound);
+	long total = 0, n;
+	int frame, plane, vmas = 0;
+
+	RA_PREPARE_FILE(&self->fs, FRAMES * FRAME_SIZE, RA_KB, &self->fd);
+	for (frame = 0; frame < FRAMES && total <= limit; frame++) {
+		for (plane = 0; plane < 3; plane++) {
+			n = read_plane(self->fd, off, planes[plane], ps,
+				       limit - total);
+			ASSERT_LE(0, n) TH_LOG("mmap of plane at %zu failed", off);
+			total += n;
+			off += planes[plane];
+			vmas++;
+		}
+	}
+	ra_report(&self->fs, "per-frame plane mmaps", total, bound);
+	EXPECT_LE(total, bound)
+		TH_LOG("%ld major faults in %d VMAs (%d frames), bound %ld, ra_pages %lu, folio %lu bytes; "
+		       SUSPECT, total, vmas, frame, bound,
+		       ra_pages(&self->fs), ra_folio_size(&self->fs));
+}
+
+TEST_F_TIMEOUT(vma_boundary, mprotect_split, 180)
+{
+	size_t ps = self->fs.page_size;
+	long bound = CHUNKS / 10;
+	struct ra_walk walk;
+	int i;
+
+	self->size = CHUNKS * CHUNK_SIZE;
+	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	self->map = mmap(NULL, self->size, PROT_READ, MAP_PRIVATE, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map);
+	for (i = 1; i < CHUNKS; i += 2)
+		ASSERT_EQ(0, mprotect(self->map + i * CHUNK_SIZE, CHUNK_SIZE,
+				      PROT_READ | PROT_WRITE));
+
+	ra_walk_pages(self->map, self->size / ps, false, ra_limit(bound),
+		      &walk);
+	ra_report(&self->fs, "mapping split by mprotect", walk.majflt, bound);
+	EXPECT_LE(walk.majflt, bound)
+		TH_LOG("%ld major faults in %d VMAs, bound %ld, ra_pages %lu, folio %lu bytes; "
+		       SUSPECT, walk.majflt, CHUNKS, bound,
+		       ra_pages(&self->fs), ra_folio_size(&self->fs));
+}
+
+TEST_HARNESS_MAIN
