@@ -93,7 +93,6 @@ CHECKPATCH ?= $(firstword $(wildcard $(KSFT_DIR)/../../../scripts/checkpatch.pl)
 
 checkpatch: $(CHECKPATCH)
 	perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
-		--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES \
 		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch]
 	@echo "checkpatch: clean"
 

@@ -32,11 +32,19 @@
 #include "../kselftest.h"
 #include "ra_util.h"
 
+const struct ra_fs_kind ra_ext4_4k = { "ext4", 4096 };
+const struct ra_fs_kind ra_xfs_4k = { "xfs", 4096 };
+const struct ra_fs_kind ra_xfs_16k = { "xfs", 16384 };
+const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
+
 /* Apparent size of the sparse image; only metadata is ever written. */
 #define RA_IMAGE_SIZE		(2ULL << 30)
 /* Where the private tmpfs holding the image and the mount point goes. */
 #define RA_SCRATCH		"/tmp"
 #define RA_THP_ENABLED		"/sys/kernel/mm/transparent_hugepage/enabled"
+#define RA_FMT_FILE \
+	"%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
+
 /* Pages between two looks at the major fault counter during a walk. */
 #define RA_WALK_CHECK		16
 /* A walk unmaps what lies this many bytes behind it, to bound its RSS. */
@@ -202,19 +210,27 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len)
 
 static int fs_mkfs(struct ra_fs *fs, const char *dev)
 {
+	bool xfs = !strcmp(fs->type, "xfs");
+	const char *argv[12];
 	char bs[32], tool[32];
-	char *ext4[] = { tool, "-q", "-F", "-b", bs, "-E",
-			 "lazy_itable_init=1,lazy_journal_init=1",
-			 (char *)dev, NULL };
-	char *xfs[] = { tool, "-q", "-f", "-K", "-b", bs, (char *)dev, NULL };
-	int ret;
+	int ret, n = 0;
 
 	snprintf(tool, sizeof(tool), "mkfs.%s", fs->type);
-	if (!strcmp(fs->type, "xfs"))
-		snprintf(bs, sizeof(bs), "size=%lu", fs->block_size);
-	else
-		snprintf(bs, sizeof(bs), "%lu", fs->block_size);
-	ret = run_quiet(strcmp(fs->type, "xfs") ? ext4 : xfs);
+	snprintf(bs, sizeof(bs), xfs ? "size=%lu" : "%lu", fs->block_size);
+	argv[n++] = tool;
+	argv[n++] = "-q";
+	argv[n++] = xfs ? "-f" : "-F";
+	argv[n++] = "-b";
+	argv[n++] = bs;
+	if (xfs) {
+		argv[n++] = "-K";	/* no discard: the image is sparse */
+	} else {
+		argv[n++] = "-E";
+		argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
+	}
+	argv[n++] = dev;
+	argv[n] = NULL;
+	ret = run_quiet((char *const *)argv);
 	if (ret == 127)
 		return fs_skip(fs, "%s not found (install e2fsprogs/xfsprogs)",
 			       tool);
@@ -229,9 +245,7 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
 /**
  * ra_fs_setup() - create the filesystem a test runs on
  * @fs: state to fill in; @fs->why holds the reason on skip or failure
- * @type: filesystem type, "ext4" or "xfs"
- * @block_size: filesystem block size in bytes; above the page size the
- *	page cache uses folios of at least that size (min folio order)
+ * @kind: filesystem type and block size in bytes
  *
  * Moves the caller into a private mount namespace, mounts a tmpfs over
  * /tmp there, creates a sparse image on it, attaches it to a loop device
@@ -244,9 +258,10 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * test (no CAP_SYS_ADMIN, no loop device, filesystem, mkfs tool or block
  * size support); -1 on an unexpected error (errno set).
  */
-int ra_fs_setup(struct ra_fs *fs, const char *type, unsigned long block_size)
+int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 {
-	const char *env = getenv(RA_ENV_DIR);
+	unsigned long block_size = kind->block_size;
+	const char *env = getenv(RA_ENV_DIR), *type = kind->type;
 	char img[RA_PATH_LEN], dev[32];
 	int img_fd, loop_fd, ret;
 	const char *opts;
@@ -317,14 +332,25 @@ int ra_fs_setup(struct ra_fs *fs, const char *type, unsigned long block_size)
 
 /**
  * ra_fs_teardown() - unmount what ra_fs_setup() created
- * @fs: filesystem state; a no-op for a READAHEAD_TEST_DIR directory
+ * @fs: filesystem state
  *
  * Unmounting releases the loop device, which then detaches itself. A
  * process that dies without calling this leaves nothing either: its mount
- * namespace, and the mounts in it, go away with it.
+ * namespace, and the mounts in it, go away with it. On a READAHEAD_TEST_DIR
+ * directory only the disk's read_ahead_kb is put back.
  */
 void ra_fs_teardown(struct ra_fs *fs)
 {
+	char buf[32];
+
+	if (fs->saved_ra_kb) {
+		snprintf(buf, sizeof(buf), "%lu", fs->saved_ra_kb);
+		write_file(fs->sysfs_ra, buf);
+		fs->saved_ra_kb = 0;
+	}
+	if (fs->file[0])
+		unlink(fs->file);
+	fs->file[0] = '\0';
 	if (!fs->own)
 		return;
 	umount2(fs->mnt, MNT_DETACH);
@@ -351,6 +377,10 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 	if (!fs->sysfs_ra[0])
 		return fs_skip(fs, "no read_ahead_kb attribute for %s", fs->dir);
 	fs->ra_kb = kb;
+	/* Someone else's disk: put its window back in ra_fs_teardown(). */
+	if (!fs->own && !fs->saved_ra_kb &&
+	    !read_file(fs->sysfs_ra, buf, sizeof(buf)))
+		fs->saved_ra_kb = strtoul(buf, NULL, 10);
 	snprintf(buf, sizeof(buf), "%lu", kb);
 	if (!write_file(fs->sysfs_ra, buf))
 		return 0;
@@ -409,6 +439,7 @@ int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
+	snprintf(fs->file, sizeof(fs->file), "%s", path);
 	ret = ftruncate(fd, size);
 	close(fd);
 	return ret;
@@ -497,8 +528,7 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	*fd = ra_open_cold(path);
 	if (*fd < 0)
 		return fs_fail(fs, "dropping test file from page cache");
-	ksft_print_msg("%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n",
-		       fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
+	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
 		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
 		       size >> 20);
 	return 0;
@@ -593,7 +623,7 @@ long ra_limit(long bound)
  * page cache, and lie far outside the fault-around and readahead windows
  * of the pages still to come.
  */
-void ra_walk_pages(const volatile char *addr, size_t npages, bool backwards,
+void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 		   long limit, struct ra_walk *walk)
 {
 	size_t ps = sysconf(_SC_PAGESIZE), zap = RA_WALK_ZAP / ps, i;
@@ -603,7 +633,7 @@ void ra_walk_pages(const volatile char *addr, size_t npages, bool backwards,
 	for (i = 0; i < npages; i++) {
 		size_t page = backwards ? npages - 1 - i : i;
 
-		(void)addr[page * ps];
+		ra_touch(addr + page * ps);
 		if ((i + 1) % zap == 0 && i + 1 >= 2 * zap) {
 			size_t first = backwards ? npages - (i + 1 - zap) :
 					i + 1 - 2 * zap;

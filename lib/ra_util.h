@@ -23,6 +23,17 @@
 #define RA_ENV_FULL		"READAHEAD_FULL_RUN"
 
 /**
+ * struct ra_fs_kind - a filesystem variant the tests run on
+ * @type: filesystem type name, "ext4" or "xfs"
+ * @block_size: block size in bytes; above the page size the page cache
+ *	uses folios of at least that size (min folio order above 0)
+ */
+struct ra_fs_kind {
+	const char *type;
+	unsigned long block_size;
+};
+
+/**
  * struct ra_fs - a filesystem a test runs on
  * @dir: directory the test files are created in
  * @sysfs_ra: path of the backing queue's read_ahead_kb attribute, or ""
@@ -31,8 +42,10 @@
  * @block_size: filesystem block size in bytes
  * @page_size: page size in bytes
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
+ * @saved_ra_kb: read_ahead_kb to restore on a READAHEAD_TEST_DIR disk, or 0
  * @own: true when the filesystem was created by ra_fs_setup()
  * @mnt: mount point, when @own
+ * @file: path of the test file, removed on teardown
  * @why: one-line reason when setup returned KSFT_SKIP or failed
  */
 struct ra_fs {
@@ -43,8 +56,10 @@ struct ra_fs {
 	unsigned long block_size;
 	unsigned long page_size;
 	unsigned long ra_kb;
+	unsigned long saved_ra_kb;
 	bool own;
 	char mnt[RA_PATH_LEN];
+	char file[2 * RA_PATH_LEN];
 	char why[4 * RA_PATH_LEN];
 };
 
@@ -60,7 +75,7 @@ struct ra_walk {
 	bool stopped;
 };
 
-int ra_fs_setup(struct ra_fs *fs, const char *type, unsigned long block_size);
+int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
 void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
 unsigned long ra_folio_size(const struct ra_fs *fs);
@@ -72,7 +87,7 @@ int ra_drop_cache(int fd, size_t size);
 long ra_resident_pages(const void *addr, size_t len);
 long ra_majflt(void);
 long ra_limit(long bound);
-void ra_walk_pages(const volatile char *addr, size_t npages, bool backwards,
+void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 		   long limit, struct ra_walk *walk);
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
@@ -81,43 +96,35 @@ void ra_report(const struct ra_fs *fs, const char *what, long measured,
 int ra_thp_madvise_enable(char *saved, size_t saved_len);
 void ra_thp_restore(const char *saved);
 
-/*
- * Fixture setup shared by every test: create the filesystem for the
- * variant, skip with its reason or fail with it.
- */
-#define RA_SETUP_FS(fs, variant) do {					\
-	int __ret = ra_fs_setup(fs, (variant)->type,			\
-				(variant)->block_size);			\
-	if (__ret == KSFT_SKIP)						\
-		SKIP(return, "%s", (fs)->why);				\
-	ASSERT_EQ(0, __ret) TH_LOG("%s", (fs)->why);			\
-} while (0)
+extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_64k;
 
-/* Create, size and cold-open the test file; skip or fail with why. */
-#define RA_PREPARE_FILE(fs, size, ra_kb, fdp) do {			\
-	int __ret = ra_file_prepare(fs, size, ra_kb, fdp);		\
-	if (__ret == KSFT_SKIP)						\
-		SKIP(return, "%s", (fs)->why);				\
-	ASSERT_EQ(0, __ret) TH_LOG("%s", (fs)->why);			\
-} while (0)
-
-/*
- * The filesystem variants every fixture runs on. xfs_16k and xfs_64k
- * have blocks larger than a 4 KiB page: their page cache folios have a
- * min folio order above 0.
+/**
+ * ra_touch() - read one byte so that the compiler cannot drop the load
+ * @p: byte to read
  */
-#define RA_FS_VARIANTS(fixture)						\
-	FIXTURE_VARIANT_ADD(fixture, ext4_4k) {				\
-		.type = "ext4", .block_size = 4096,			\
-	};								\
-	FIXTURE_VARIANT_ADD(fixture, xfs_4k) {				\
-		.type = "xfs", .block_size = 4096,			\
-	};								\
-	FIXTURE_VARIANT_ADD(fixture, xfs_16k) {				\
-		.type = "xfs", .block_size = 16384,			\
-	};								\
-	FIXTURE_VARIANT_ADD(fixture, xfs_64k) {				\
-		.type = "xfs", .block_size = 65536,			\
-	}
+static inline void ra_touch(const char *p)
+{
+	asm volatile("" : : "r" (*p) : "memory");
+}
+
+#ifdef __KSELFTEST_HARNESS_H
+/**
+ * ra_ready() - turn a lib status into a harness verdict
+ * @_metadata: the running test
+ * @ret: 0, KSFT_SKIP or -1, from ra_fs_setup() or ra_file_prepare()
+ * @fs: filesystem whose @why explains a skip or failure
+ *
+ * Return: true when the test can go on; false after a SKIP, and the
+ * caller must return. A failure ends the test here.
+ */
+static inline bool ra_ready(struct __test_metadata *_metadata, int ret,
+			    const struct ra_fs *fs)
+{
+	if (ret == KSFT_SKIP)
+		SKIP(return false, "%s", fs->why);
+	ASSERT_EQ(0, ret) TH_LOG("%s", fs->why);
+	return true;
+}
+#endif
 
 #endif /* __RA_UTIL_H__ */

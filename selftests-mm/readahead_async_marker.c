@@ -46,6 +46,12 @@
 #define PIECES		100
 #define WARMUP		2
 #define SKIPPED		(64UL << 20)
+#define FMT_SPLIT \
+	"%ld major faults in %d warm-up pieces; %ld of the measured ones on end-first touches\n"
+#define FMT_PIECES \
+	"%ld major faults in %d pieces, bound %ld, ra_pages %lu, folio %lu bytes; "
+#define SUSPECT \
+	"suspected: read-around overtook the PG_readahead marker, async readahead found no hole within one window"
 
 FIXTURE(async_marker) {
 	struct ra_fs fs;
@@ -55,17 +61,24 @@ FIXTURE(async_marker) {
 };
 
 FIXTURE_VARIANT(async_marker) {
-	const char *type;
-	unsigned long block_size;
+	const struct ra_fs_kind *fs;
 };
 
-RA_FS_VARIANTS(async_marker);
+FIXTURE_VARIANT_ADD(async_marker, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(async_marker, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(async_marker, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(async_marker, xfs_64k) { .fs = &ra_xfs_64k };
 
 FIXTURE_SETUP(async_marker)
 {
-	RA_SETUP_FS(&self->fs, variant);
+	int ret = ra_fs_setup(&self->fs, variant->fs);
+
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	self->size = SKIPPED + (WARMUP + PIECES) * PIECE;
-	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, self->map);
 }
@@ -80,13 +93,13 @@ FIXTURE_TEARDOWN(async_marker)
 }
 
 /* Touch a piece's last page, then each page forwards; zap it after. */
-static long end_first_piece(const volatile char *p, size_t ps, long limit,
+static long end_first_piece(const char *p, size_t ps, long limit,
 			    long *end_faults)
 {
 	struct ra_walk walk;
 	long start = ra_majflt();
 
-	(void)p[PIECE - ps];
+	ra_touch(p + PIECE - ps);
 	*end_faults += ra_majflt() - start;
 	ra_walk_pages(p, PIECE / ps, false, limit, &walk);
 	madvise((void *)p, PIECE, MADV_DONTNEED);
@@ -107,12 +120,10 @@ TEST_F_TIMEOUT(async_marker, end_first_pieces, 180)
 	for (piece = 0; piece < PIECES && total <= limit; piece++, p += PIECE)
 		total += end_first_piece(p, ps, limit - total, &end_faults);
 
-	ksft_print_msg("%ld major faults in %d warm-up pieces; %ld of the measured ones on end-first touches\n",
-		       warmup, WARMUP, end_faults);
+	ksft_print_msg(FMT_SPLIT, warmup, WARMUP, end_faults);
 	ra_report(&self->fs, "end-first 8 MiB pieces", total, bound);
 	EXPECT_LE(total, bound)
-		TH_LOG("%ld major faults in %d pieces, bound %ld, ra_pages %lu, folio %lu bytes; suspected: read-around overtook the PG_readahead marker, async readahead found no hole within one window",
-		       total, piece, bound, ra_pages(&self->fs),
+		TH_LOG(FMT_PIECES SUSPECT, total, piece, bound, ra_pages(&self->fs),
 		       ra_folio_size(&self->fs));
 }
 

@@ -42,6 +42,14 @@
 #define RA_KB		8192UL
 #define PMD_WALK	256UL
 #define HPAGE_PMD_SIZE	"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
+#define FMT_WALK \
+	"%ld major faults after %zu of %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
+#define SUSPECT_THP \
+	"suspected: mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped"
+#define SUSPECT_SEQ \
+	"suspected: VM_SEQ_READ reads only forwards from a descending fault"
+#define SUSPECT_FWD \
+	"suspected: sequential readahead broken for a plain forward walk"
 
 FIXTURE(descending) {
 	struct ra_fs fs;
@@ -52,15 +60,20 @@ FIXTURE(descending) {
 };
 
 FIXTURE_VARIANT(descending) {
-	const char *type;
-	unsigned long block_size;
+	const struct ra_fs_kind *fs;
 };
 
-RA_FS_VARIANTS(descending);
+FIXTURE_VARIANT_ADD(descending, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(descending, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(descending, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(descending, xfs_64k) { .fs = &ra_xfs_64k };
 
 FIXTURE_SETUP(descending)
 {
-	RA_SETUP_FS(&self->fs, variant);
+	int ret = ra_fs_setup(&self->fs, variant->fs);
+
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 }
 
 FIXTURE_TEARDOWN(descending)
@@ -92,6 +105,7 @@ TEST_F_TIMEOUT(descending, madv_hugepage, 180)
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
 	long bound;
+	int ret;
 
 	if (!pmd || ra_thp_madvise_enable(self->thp_saved,
 					  sizeof(self->thp_saved)))
@@ -101,7 +115,9 @@ TEST_F_TIMEOUT(descending, madv_hugepage, 180)
 	self->size = nr_pmd * pmd;
 	bound = 10 * nr_pmd;
 
-	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	/* A PMD-aligned mapping, so each PMD folio can be mapped whole. */
 	self->map = mmap(NULL, self->size + pmd, PROT_READ, MAP_SHARED,
 			 self->fd, 0);
@@ -117,46 +133,51 @@ TEST_F_TIMEOUT(descending, madv_hugepage, 180)
 	ra_report(&self->fs, "descending walk, MADV_HUGEPAGE", walk.majflt,
 		  bound);
 	EXPECT_LE(walk.majflt, bound)
-		TH_LOG("%ld major faults after %zu of %zu pages, bound %ld (%lu PMDs), ra_pages %lu, folio %lu bytes; suspected: mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped",
-		       walk.majflt, walk.touched, self->size / ps, bound,
-		       nr_pmd, ra_pages(&self->fs), ra_folio_size(&self->fs));
+		TH_LOG(FMT_WALK "%lu PMDs; " SUSPECT_THP, walk.majflt,
+		       walk.touched, self->size / ps, bound, ra_pages(&self->fs),
+		       ra_folio_size(&self->fs), nr_pmd);
 }
 
-/* Walk a MADV_SEQUENTIAL mapping one page at a time in one direction. */
+/*
+ * Walk a MADV_SEQUENTIAL mapping of a new cold file one page at a time.
+ * The mapping and file are left to the fixture teardown.
+ */
 static void sequential_walk(struct __test_metadata *_metadata,
-			    FIXTURE_DATA(descending) *self, bool backwards)
+			    struct ra_fs *fs, int *fd, char **map,
+			    size_t *size, bool backwards)
 {
-	size_t ps = self->fs.page_size;
+	long bound = 10 * (SEQ_SIZE / (RA_KB * 1024));
+	size_t ps = fs->page_size;
 	struct ra_walk walk;
-	long bound;
+	int ret;
 
-	self->size = SEQ_SIZE;
-	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
-	bound = 10 * (SEQ_SIZE / (RA_KB * 1024));
-	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
-	ASSERT_NE(MAP_FAILED, self->map);
-	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
+	*size = SEQ_SIZE;
+	ret = ra_file_prepare(fs, *size, RA_KB, fd);
+	if (!ra_ready(_metadata, ret, fs))
+		return;
+	*map = mmap(NULL, *size, PROT_READ, MAP_SHARED, *fd, 0);
+	ASSERT_NE(MAP_FAILED, *map);
+	ASSERT_EQ(0, madvise(*map, *size, MADV_SEQUENTIAL));
 
-	ra_walk_pages(self->map, self->size / ps, backwards, ra_limit(bound),
-		      &walk);
-	ra_report(&self->fs, backwards ? "descending walk, MADV_SEQUENTIAL" :
+	ra_walk_pages(*map, *size / ps, backwards, ra_limit(bound), &walk);
+	ra_report(fs, backwards ? "descending walk, MADV_SEQUENTIAL" :
 		  "ascending walk, MADV_SEQUENTIAL", walk.majflt, bound);
 	EXPECT_LE(walk.majflt, bound)
-		TH_LOG("%ld major faults after %zu of %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; suspected: %s",
-		       walk.majflt, walk.touched, self->size / ps, bound,
-		       ra_pages(&self->fs), ra_folio_size(&self->fs),
-		       backwards ? "VM_SEQ_READ reads only forwards from a descending fault" :
-		       "sequential readahead broken for a plain forward walk");
+		TH_LOG(FMT_WALK "%s", walk.majflt, walk.touched, *size / ps,
+		       bound, ra_pages(fs), ra_folio_size(fs),
+		       backwards ? SUSPECT_SEQ : SUSPECT_FWD);
 }
 
 TEST_F_TIMEOUT(descending, madv_sequential, 180)
 {
-	sequential_walk(_metadata, self, true);
+	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
+			&self->size, true);
 }
 
 TEST_F_TIMEOUT(descending, ascending_control, 180)
 {
-	sequential_walk(_metadata, self, false);
+	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
+			&self->size, false);
 }
 
 TEST_HARNESS_MAIN

@@ -41,7 +41,12 @@
 #define SEQ_SIZE	(64UL << 20)
 #define RA_KB		512UL
 #define THREADS		4
-#define SUSPECT		"suspected: mmap_miss stuck above MMAP_LOTSAMISS, read-around and async readahead never restart (sticky mmap_miss)"
+#define SUSPECT \
+	"suspected: mmap_miss stuck above MMAP_LOTSAMISS, read-around and async readahead never restart (sticky mmap_miss)"
+#define FMT_SEQ \
+	"%ld major faults in %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
+#define FMT_THREADS \
+	"%ld major faults, bound %ld, ra_pages %lu, folio %lu bytes; "
 
 FIXTURE(sticky_miss) {
 	struct ra_fs fs;
@@ -54,15 +59,20 @@ FIXTURE(sticky_miss) {
 };
 
 FIXTURE_VARIANT(sticky_miss) {
-	const char *type;
-	unsigned long block_size;
+	const struct ra_fs_kind *fs;
 };
 
-RA_FS_VARIANTS(sticky_miss);
+FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k) { .fs = &ra_xfs_64k };
 
 FIXTURE_SETUP(sticky_miss)
 {
-	RA_SETUP_FS(&self->fs, variant);
+	int ret = ra_fs_setup(&self->fs, variant->fs);
+
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 
 	/* Eight read-around windows apart: no fault lands in another's. */
 	self->spacing = 8 * RA_KB * 1024;
@@ -72,7 +82,9 @@ FIXTURE_SETUP(sticky_miss)
 	self->size = self->seq_off + SEQ_SIZE;
 	self->bound = SEQ_SIZE / ra_folio_size(&self->fs) / 16;
 
-	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, self->map);
 }
@@ -87,13 +99,16 @@ FIXTURE_TEARDOWN(sticky_miss)
 }
 
 /*
- * Fault RANDOM_FAULTS single pages of the random region in a shuffled
- * (but fixed) order. Returns the major faults taken.
+ * Fault RANDOM_FAULTS single pages of the random region, @spacing bytes
+ * apart, in a shuffled but fixed order, and check they were all misses:
+ * without real misses mmap_miss never passes the limit.
  */
-static long random_phase(FIXTURE_DATA(sticky_miss) *self)
+static void random_phase(struct __test_metadata *_metadata,
+			 const struct ra_fs *fs, const char *map,
+			 size_t spacing)
 {
 	unsigned int order[RANDOM_FAULTS], seed = 12345;
-	long start = ra_majflt();
+	long start = ra_majflt(), random;
 	int i, j, t;
 
 	for (i = 0; i < RANDOM_FAULTS; i++)
@@ -106,34 +121,31 @@ static long random_phase(FIXTURE_DATA(sticky_miss) *self)
 		order[j] = t;
 	}
 	for (i = 0; i < RANDOM_FAULTS; i++)
-		(void)*(volatile char *)(self->map + order[i] * self->spacing);
-	return ra_majflt() - start;
+		ra_touch(map + order[i] * spacing);
+	random = ra_majflt() - start;
+	ra_report(fs, "random phase", random, 2 * RA_MMAP_LOTSAMISS);
+	ASSERT_GE(random, 2 * RA_MMAP_LOTSAMISS)
+		TH_LOG("random faults were not page cache misses: the test proves nothing");
 }
 
 TEST_F_TIMEOUT(sticky_miss, sequential_after_random, 180)
 {
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
-	long random;
 
-	random = random_phase(self);
-	ra_report(&self->fs, "random phase", random, 2 * RA_MMAP_LOTSAMISS);
-	/* Without real misses the counter never passes the limit. */
-	ASSERT_GE(random, 2 * RA_MMAP_LOTSAMISS)
-		TH_LOG("random faults were not page cache misses: the test proves nothing");
+	random_phase(_metadata, &self->fs, self->map, self->spacing);
 
 	ra_walk_pages(self->map + self->seq_off, SEQ_SIZE / ps, false,
 		      ra_limit(self->bound), &walk);
 	ra_report(&self->fs, "in-order read after random faults",
 		  walk.majflt, self->bound);
 	EXPECT_LE(walk.majflt, self->bound)
-		TH_LOG("%ld major faults in %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
-		       SUSPECT, walk.majflt, walk.touched, self->bound,
+		TH_LOG(FMT_SEQ SUSPECT, walk.majflt, walk.touched, self->bound,
 		       ra_pages(&self->fs), ra_folio_size(&self->fs));
 }
 
 struct reader {
-	const volatile char *addr;
+	const char *addr;
 	size_t npages;
 	long limit;
 	struct ra_walk walk;
@@ -152,13 +164,10 @@ TEST_F_TIMEOUT(sticky_miss, threads_after_random, 180)
 	size_t ps = self->fs.page_size, per = SEQ_SIZE / THREADS;
 	struct reader readers[THREADS];
 	pthread_t tids[THREADS];
-	long random, start, total;
+	long start, total;
 	int i;
 
-	random = random_phase(self);
-	ra_report(&self->fs, "random phase", random, 2 * RA_MMAP_LOTSAMISS);
-	ASSERT_GE(random, 2 * RA_MMAP_LOTSAMISS)
-		TH_LOG("random faults were not page cache misses: the test proves nothing");
+	random_phase(_metadata, &self->fs, self->map, self->spacing);
 
 	/*
 	 * Each thread sees the whole process's major faults, so each may
@@ -179,8 +188,7 @@ TEST_F_TIMEOUT(sticky_miss, threads_after_random, 180)
 	ra_report(&self->fs, "4 threads reading in order after random faults",
 		  total, self->bound);
 	EXPECT_LE(total, self->bound)
-		TH_LOG("%ld major faults, bound %ld, ra_pages %lu, folio %lu bytes; "
-		       SUSPECT, total, self->bound, ra_pages(&self->fs),
+		TH_LOG(FMT_THREADS SUSPECT, total, self->bound, ra_pages(&self->fs),
 		       ra_folio_size(&self->fs));
 }
 

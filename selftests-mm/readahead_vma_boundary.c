@@ -39,7 +39,10 @@
 #define FRAME_SIZE	(LUMA_SIZE + 2 * CHROMA_SIZE)
 #define CHUNK_SIZE	(2UL << 20)
 #define CHUNKS		128
-#define SUSPECT		"suspected: mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
+#define FMT_VMAS \
+	"%ld major faults in %d VMAs, bound %ld, ra_pages %lu, folio %lu bytes; "
+#define SUSPECT \
+	"suspected: mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
 FIXTURE(vma_boundary) {
 	struct ra_fs fs;
@@ -49,15 +52,20 @@ FIXTURE(vma_boundary) {
 };
 
 FIXTURE_VARIANT(vma_boundary) {
-	const char *type;
-	unsigned long block_size;
+	const struct ra_fs_kind *fs;
 };
 
-RA_FS_VARIANTS(vma_boundary);
+FIXTURE_VARIANT_ADD(vma_boundary, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(vma_boundary, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(vma_boundary, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(vma_boundary, xfs_64k) { .fs = &ra_xfs_64k };
 
 FIXTURE_SETUP(vma_boundary)
 {
-	RA_SETUP_FS(&self->fs, variant);
+	int ret = ra_fs_setup(&self->fs, variant->fs);
+
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 }
 
 FIXTURE_TEARDOWN(vma_boundary)
@@ -94,9 +102,12 @@ TEST_F_TIMEOUT(vma_boundary, per_frame_mmaps, 180)
 	size_t ps = self->fs.page_size, off = 0;
 	long bound = 3 * FRAMES / 10, limit = ra_limit(bound);
 	long total = 0, n;
-	int frame, plane, vmas = 0;
+	int frame, plane, vmas = 0, ret;
 
-	RA_PREPARE_FILE(&self->fs, FRAMES * FRAME_SIZE, RA_KB, &self->fd);
+	ret = ra_file_prepare(&self->fs, FRAMES * FRAME_SIZE, RA_KB,
+			      &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	for (frame = 0; frame < FRAMES && total <= limit; frame++) {
 		for (plane = 0; plane < 3; plane++) {
 			n = read_plane(self->fd, off, planes[plane], ps,
@@ -109,8 +120,7 @@ TEST_F_TIMEOUT(vma_boundary, per_frame_mmaps, 180)
 	}
 	ra_report(&self->fs, "per-frame plane mmaps", total, bound);
 	EXPECT_LE(total, bound)
-		TH_LOG("%ld major faults in %d VMAs (%d frames), bound %ld, ra_pages %lu, folio %lu bytes; "
-		       SUSPECT, total, vmas, frame, bound,
+		TH_LOG(FMT_VMAS SUSPECT, total, vmas, bound,
 		       ra_pages(&self->fs), ra_folio_size(&self->fs));
 }
 
@@ -119,10 +129,12 @@ TEST_F_TIMEOUT(vma_boundary, mprotect_split, 180)
 	size_t ps = self->fs.page_size;
 	long bound = CHUNKS / 10;
 	struct ra_walk walk;
-	int i;
+	int i, ret;
 
 	self->size = CHUNKS * CHUNK_SIZE;
-	RA_PREPARE_FILE(&self->fs, self->size, RA_KB, &self->fd);
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	self->map = mmap(NULL, self->size, PROT_READ, MAP_PRIVATE, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, self->map);
 	for (i = 1; i < CHUNKS; i += 2)
@@ -133,8 +145,7 @@ TEST_F_TIMEOUT(vma_boundary, mprotect_split, 180)
 		      &walk);
 	ra_report(&self->fs, "mapping split by mprotect", walk.majflt, bound);
 	EXPECT_LE(walk.majflt, bound)
-		TH_LOG("%ld major faults in %d VMAs, bound %ld, ra_pages %lu, folio %lu bytes; "
-		       SUSPECT, walk.majflt, CHUNKS, bound,
+		TH_LOG(FMT_VMAS SUSPECT, walk.majflt, CHUNKS, bound,
 		       ra_pages(&self->fs), ra_folio_size(&self->fs));
 }
 
