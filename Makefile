@@ -7,6 +7,8 @@
 #   make install-in-tree KDIR=<kernel tree>
 #                        copy them into tools/testing/selftests/mm of a tree
 #   make checkpatch      checkpatch.pl --strict on every C file
+#   make deps            install what building and running needs (apt)
+#   make check           the project's own tests (needs root)
 #   make vm-test KERNEL=<image> [MODULES=...] [MEM=2G] [CMDLINE=...]
 #                        run them in QEMU on another kernel
 #
@@ -99,6 +101,17 @@ checkpatch: $(CHECKPATCH)
 run_tests: all
 	$(OUTPUT)/run-suite.sh
 
+DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
+	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev \
+	libssl-dev qemu-system-x86 busybox-static cpio kmod
+
+deps:
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEBS)
+
+check:
+	$(TOP)/scripts/check.sh
+
 install-in-tree:
 	@test -n "$(KDIR)" -a -d "$(KDIR)/tools/testing/selftests/mm" || \
 		{ echo "usage: make install-in-tree KDIR=<kernel tree>" >&2; exit 2; }
@@ -109,4 +122,4 @@ clean:
 
 -include $(TOP)/vm/vm.mk
 
-.PHONY: all run_tests checkpatch install-in-tree clean
+.PHONY: all run_tests checkpatch install-in-tree clean deps check

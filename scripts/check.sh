@@ -1,0 +1,138 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The project's own tests: build (gcc and clang, -Werror), checkpatch,
+# the suite on the running kernel against the expected-verdicts table,
+# leftovers after normal and killed runs, bad input and non-root runs, and
+# the in-tree install. Needs root. Ends with "N passed, N failed".
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+work=$(mktemp -d /var/tmp/ra-check.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+pass() { echo "PASS: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+
+# Loop devices and loop-backed mounts, to compare before and after runs.
+leftovers() { echo "$(losetup -a | wc -l) loops, $(grep -c '^/dev/loop' /proc/mounts) loop mounts"; }
+
+# Wait up to 10 s for the leftovers to drop back to what they were: a
+# killed test's mount namespace is released asynchronously.
+no_leftovers() {
+	local i
+	for i in $(seq 50); do
+		[ "$(leftovers)" = "$1" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+column=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
+
+if make -s clean && make -s all > "$work/gcc.log" 2>&1 &&
+   ! grep -qi warning "$work/gcc.log"; then
+	pass "build with gcc -Wall -Wextra -Werror"
+else
+	fail "build with gcc"; tail -20 "$work/gcc.log"
+fi
+
+if command -v clang > /dev/null &&
+   make -s OUTPUT="$work/clang" CC=clang all > "$work/clang.log" 2>&1; then
+	pass "build with clang -Wall -Wextra -Werror"
+else
+	fail "build with clang"; tail -20 "$work/clang.log"
+fi
+
+if make -s checkpatch > "$work/checkpatch.log" 2>&1; then
+	pass "checkpatch.pl --strict"
+else
+	fail "checkpatch.pl --strict"; grep -E 'ERROR|WARNING|CHECK' "$work/checkpatch.log"
+fi
+
+before=$(leftovers)
+start=$(date +%s)
+make -s run_tests > "$work/suite.tap" 2>&1
+secs=$(( $(date +%s) - start ))
+if scripts/check-verdicts.sh "$column" "$work/suite.tap"; then
+	pass "suite verdicts on $(uname -r) match column $column (${secs} s)"
+else
+	fail "suite verdicts on $(uname -r) differ from column $column"
+fi
+if no_leftovers "$before"; then
+	pass "no loop device or mount left after a run with failing tests"
+else
+	fail "left behind after a run: $(leftovers), before: $before"
+fi
+
+# A run killed midway: the mount namespace dies, the loop device detaches.
+build/readahead_sticky_miss > /dev/null 2>&1 &
+pid=$!
+sleep 1
+pkill -KILL -P "$pid"
+kill -KILL "$pid" 2> /dev/null
+wait "$pid" 2> /dev/null
+if no_leftovers "$before"; then
+	pass "no loop device or mount left after SIGKILL midway"
+else
+	fail "left behind after SIGKILL: $(leftovers), before: $before"
+fi
+
+# Not root: every test skips with a reason, none fails.
+install -d -m 0755 "$work/bin"
+install -m 0755 build/readahead_* "$work/bin/"
+chmod 0755 "$work"
+for t in "$work"/bin/readahead_*; do
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$t" > "$work/nonroot.tap" 2>&1
+	rc=$?
+	if [ $rc -eq 4 ] && grep -q '# SKIP needs CAP_SYS_ADMIN' "$work/nonroot.tap" &&
+	   ! grep -q '^not ok' "$work/nonroot.tap"; then
+		pass "$(basename "$t") as a normal user: all skip"
+	else
+		fail "$(basename "$t") as a normal user (exit $rc)"
+	fi
+done
+
+# Bad input: unknown option, missing directory, tmpfs directory.
+if ! build/readahead_descending --bogus > "$work/usage.txt" 2>&1 &&
+   grep -q '^Usage:' "$work/usage.txt"; then
+	pass "unknown option prints the harness's usage"
+else
+	fail "unknown option"
+fi
+for dir in "$work/missing" /dev/shm; do
+	READAHEAD_TEST_DIR=$dir build/readahead_vma_boundary > "$work/dir.tap" 2>&1
+	if [ $? -eq 4 ] && ! grep -q '^not ok' "$work/dir.tap"; then
+		pass "READAHEAD_TEST_DIR=$dir skips: $(grep -m1 -o 'SKIP .*' "$work/dir.tap")"
+	else
+		fail "READAHEAD_TEST_DIR=$dir"
+	fi
+done
+
+# In a kernel tree: install, build with kselftest's make, run one test.
+if [ -f /usr/src/linux-source-6.12.tar.xz ]; then
+	tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$work" \
+		--exclude='linux-source-6.12/drivers' \
+		--exclude='linux-source-6.12/arch/[!x]*' \
+		--exclude='linux-source-6.12/Documentation'
+	tree=$work/linux-source-6.12
+	if make -s install-in-tree KDIR="$tree" &&
+	   make -s -C "$tree" headers > "$work/headers.log" 2>&1 &&
+	   make -s -C "$tree/tools/testing/selftests" TARGETS=mm \
+		> "$work/intree.log" 2>&1 &&
+	   (cd "$tree/tools/testing/selftests/mm" &&
+	    ./run_vmtests.sh -t readahead > "$work/intree.tap" 2>&1;
+	    grep -q 'readahead_vma_boundary' "$work/intree.tap"); then
+		pass "in-tree: installed, built by kselftest make, run_vmtests.sh -t readahead ran"
+	else
+		fail "in-tree install/build/run"; tail -20 "$work/intree.log"
+	fi
+else
+	fail "in-tree: /usr/src/linux-source-6.12.tar.xz missing"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
