@@ -19,7 +19,7 @@ fi
 
 # Inner TAP lines of the harness, as printed through the kselftest runner
 # ("# ok 3 fixture.variant.test") or directly ("ok 3 ...").
-sed -n -E 's/^(# )?(not ok|ok) [0-9]+ ([a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+)(.*)$/\3 \2\4/p' "$tap" |
+sed -n -E 's/^(# )*(not ok|ok) [0-9]+ ([a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+)(.*)$/\3 \2\4/p' "$tap" |
 	awk '{ v = ($2 == "not") ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok");
 	       print $1 "\t" v }' > "$tap.verdicts"
 
