@@ -313,7 +313,9 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		errno = err;
 		if (err == ENODEV)
 			return fs_skip(fs, "kernel lacks %s support", type);
-		if (err == EINVAL && block_size > fs->page_size) {
+		/* XFS says EINVAL (ENOSYS before 6.x) to blocks > page */
+		if ((err == EINVAL || err == ENOSYS) &&
+		    block_size > fs->page_size) {
 			snprintf(fs->why, sizeof(fs->why),
 				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages",
 				 type, block_size, fs->page_size);

@@ -7,6 +7,12 @@ BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
 cd "$BASE_DIR" || exit 1
 . "$BASE_DIR/kselftest/runner.sh"
+# run_many() looks for "settings" in a subdirectory of BASE_DIR only: pass
+# its per-binary timeout on explicitly.
+if [ -z "${kselftest_override_timeout:-}" ] && [ -r settings ]; then
+	kselftest_override_timeout=$(sed -n 's/^timeout=//p' settings)
+	export kselftest_override_timeout
+fi
 
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
