@@ -41,7 +41,6 @@ const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
 #define RA_IMAGE_SIZE		(2ULL << 30)
 /* Where the private tmpfs holding the image and the mount point goes. */
 #define RA_SCRATCH		"/tmp"
-#define RA_THP_ENABLED		"/sys/kernel/mm/transparent_hugepage/enabled"
 #define RA_FMT_FILE \
 	"%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
 
@@ -49,6 +48,8 @@ const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
 #define RA_WALK_CHECK		16
 /* A walk unmaps what lies this many bytes behind it, to bound its RSS. */
 #define RA_WALK_ZAP		(16UL << 20)
+
+static void restore_read_ahead_kb(struct ra_fs *fs);
 
 static int fs_skip(struct ra_fs *fs, const char *fmt, const char *arg)
 {
@@ -155,11 +156,19 @@ static void find_sysfs_ra(struct ra_fs *fs, dev_t dev)
 	snprintf(fs->bdev, sizeof(fs->bdev), "%s", strrchr(real, '/') + 1);
 }
 
-/* Use the directory named by READAHEAD_TEST_DIR instead of a new fs. */
-static int fs_use_dir(struct ra_fs *fs, const char *dir)
+/*
+ * Use the directory named by READAHEAD_TEST_DIR instead of a new fs. Only
+ * the variant that matches its filesystem runs there (filesystems other
+ * than XFS count as ext4), so that no result is reported twice or under
+ * a block size it did not have.
+ */
+static int fs_use_dir(struct ra_fs *fs, const char *dir,
+		      const struct ra_fs_kind *kind)
 {
+	unsigned long bsize;
 	struct statfs sfs;
 	struct stat st;
+	const char *type;
 
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		return fs_skip(fs, RA_ENV_DIR "=%s is not a directory", dir);
@@ -168,15 +177,24 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir)
 	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
 		return fs_skip(fs, "%s is on tmpfs/ramfs, which has no readahead",
 			       dir);
+	type = sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "ext4";
+	bsize = sfs.f_bsize;
+	if (strcmp(type, kind->type) || bsize != kind->block_size)
+		return fs_skip(fs, "%s: only the variant of its filesystem runs",
+			       dir);
 	snprintf(fs->dir, sizeof(fs->dir), "%s", dir);
-	snprintf(fs->type, sizeof(fs->type), "dir");
-	fs->block_size = st.st_blksize;
+	snprintf(fs->type, sizeof(fs->type), "%s", type);
+	fs->block_size = bsize;
 	find_sysfs_ra(fs, st.st_dev);
 	return 0;
 }
 
-/* Attach @img_fd to a free loop device that detaches on last close. */
-static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len)
+/*
+ * Attach @img_fd to a free loop device that detaches on last close; its
+ * open descriptor goes to @loop_fd. Returns 0, KSFT_SKIP or -1.
+ */
+static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
+		       int *loop_fd)
 {
 	struct loop_config cfg = {
 		.fd = img_fd,
@@ -198,7 +216,8 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len)
 		if (!ioctl(fd, LOOP_CONFIGURE, &cfg)) {
 			close(ctl);
 			snprintf(fs->bdev, sizeof(fs->bdev), "loop%d", nr);
-			return fd;
+			*loop_fd = fd;
+			return 0;
 		}
 		close(fd);
 		if (errno != EBUSY)	/* EBUSY: another process took it */
@@ -269,7 +288,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	memset(fs, 0, sizeof(*fs));
 	fs->page_size = sysconf(_SC_PAGESIZE);
 	if (env && *env)
-		return fs_use_dir(fs, env);
+		return fs_use_dir(fs, env, kind);
 
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = block_size;
@@ -294,11 +313,11 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		close(img_fd);
 		return fs_fail(fs, "sizing image");
 	}
-	loop_fd = loop_attach(fs, img_fd, dev, sizeof(dev));
+	ret = loop_attach(fs, img_fd, dev, sizeof(dev), &loop_fd);
 	close(img_fd);
 	unlink(img);
-	if (loop_fd < 0 || loop_fd == KSFT_SKIP)
-		return loop_fd;
+	if (ret)
+		return ret;
 
 	ret = fs_mkfs(fs, dev);
 	if (ret) {
@@ -313,12 +332,15 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		errno = err;
 		if (err == ENODEV)
 			return fs_skip(fs, "kernel lacks %s support", type);
-		/* XFS says EINVAL (ENOSYS before 6.x) to blocks > page */
-		if ((err == EINVAL || err == ENOSYS) &&
-		    block_size > fs->page_size) {
+		/*
+		 * A fresh filesystem that does not mount only when its blocks
+		 * are larger than a page: the kernel lacks large block size
+		 * support (XFS says EINVAL, or "not implemented" before 6.x).
+		 */
+		if (block_size > fs->page_size) {
 			snprintf(fs->why, sizeof(fs->why),
-				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages",
-				 type, block_size, fs->page_size);
+				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages (%s)",
+				 type, block_size, fs->page_size, strerror(err));
 			return KSFT_SKIP;
 		}
 		return fs_fail(fs, "mount");
@@ -338,18 +360,12 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
  *
  * Unmounting releases the loop device, which then detaches itself. A
  * process that dies without calling this leaves nothing either: its mount
- * namespace, and the mounts in it, go away with it. On a READAHEAD_TEST_DIR
- * directory only the disk's read_ahead_kb is put back.
+ * namespace, and the mounts in it, go away with it. The disk's read_ahead_kb
+ * is put back and the test file removed.
  */
 void ra_fs_teardown(struct ra_fs *fs)
 {
-	char buf[32];
-
-	if (fs->saved_ra_kb) {
-		snprintf(buf, sizeof(buf), "%lu", fs->saved_ra_kb);
-		write_file(fs->sysfs_ra, buf);
-		fs->saved_ra_kb = 0;
-	}
+	restore_read_ahead_kb(fs);
 	if (fs->file[0])
 		unlink(fs->file);
 	fs->file[0] = '\0';
@@ -360,14 +376,44 @@ void ra_fs_teardown(struct ra_fs *fs)
 	fs->own = false;
 }
 
+/*
+ * Put @value back into @path when the calling process dies, however it
+ * dies: a child in its own session waits for the end of a pipe that only
+ * the caller holds open.
+ */
+static void restore_on_exit(const char *path, const char *value)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[0], STDIN_FILENO);
+		close_range(STDOUT_FILENO, ~0U, 0);
+		setsid();
+		while (read(STDIN_FILENO, &c, 1) > 0)
+			;
+		write_file(path, value);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	if (pid < 0)
+		close(pipefd[1]);
+	/* pipefd[1] stays open until this process exits */
+}
+
 /**
  * ra_set_read_ahead_kb() - set the readahead window of the test's disk
  * @fs: filesystem whose backing queue is changed
  * @kb: read_ahead_kb in KiB; ra_pages becomes @kb * 1024 / page size
  *
  * The window is copied into file->f_ra when a file is opened, so this
- * must come before ra_open_cold(). On a READAHEAD_TEST_DIR directory the
- * current value is accepted when it already equals @kb.
+ * must come before ra_open_cold(). The first call saves the old value:
+ * ra_fs_teardown() puts it back; on a READAHEAD_TEST_DIR disk it is also
+ * put back if the test dies before its teardown runs.
  *
  * Return: 0 on success, KSFT_SKIP with @fs->why set when the value cannot
  * be set, -1 on a write error (errno set).
@@ -378,11 +424,13 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 
 	if (!fs->sysfs_ra[0])
 		return fs_skip(fs, "no read_ahead_kb attribute for %s", fs->dir);
-	fs->ra_kb = kb;
-	/* Someone else's disk: put its window back in ra_fs_teardown(). */
-	if (!fs->own && !fs->saved_ra_kb &&
-	    !read_file(fs->sysfs_ra, buf, sizeof(buf)))
+	if (!fs->ra_saved && !read_file(fs->sysfs_ra, buf, sizeof(buf))) {
 		fs->saved_ra_kb = strtoul(buf, NULL, 10);
+		fs->ra_saved = true;
+		if (!fs->own)
+			restore_on_exit(fs->sysfs_ra, buf);
+	}
+	fs->ra_kb = kb;
 	snprintf(buf, sizeof(buf), "%lu", kb);
 	if (!write_file(fs->sysfs_ra, buf))
 		return 0;
@@ -392,6 +440,18 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 	if (errno == EACCES || errno == EPERM)
 		return fs_skip(fs, "cannot write %s", fs->sysfs_ra);
 	return fs_fail(fs, "writing read_ahead_kb");
+}
+
+/* Put back the read_ahead_kb saved by ra_set_read_ahead_kb(). */
+static void restore_read_ahead_kb(struct ra_fs *fs)
+{
+	char buf[32];
+
+	if (!fs->ra_saved)
+		return;
+	snprintf(buf, sizeof(buf), "%lu", fs->saved_ra_kb);
+	write_file(fs->sysfs_ra, buf);
+	fs->ra_saved = false;
 }
 
 /**
@@ -420,7 +480,7 @@ unsigned long ra_folio_size(const struct ra_fs *fs)
 /**
  * ra_file_create() - create a sparse test file
  * @fs: filesystem to create it on
- * @name: file name inside @fs->dir
+ * @name: file name prefix inside @fs->dir; six random characters follow
  * @size: file size in bytes
  * @path: buffer receiving the file's path
  * @path_len: size of @path in bytes
@@ -436,9 +496,8 @@ int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
 {
 	int fd, ret;
 
-	snprintf(path, path_len, "%s/%s", fs->dir, name);
-	unlink(path);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	snprintf(path, path_len, "%s/%s.XXXXXX", fs->dir, name);
+	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	snprintf(fs->file, sizeof(fs->file), "%s", path);
@@ -461,10 +520,14 @@ int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
 int ra_drop_cache(int fd, size_t size)
 {
 	long resident;
+	int err;
 	void *p;
 
-	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+	err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (err) {
+		errno = err;
 		return -1;
+	}
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -1;
@@ -522,14 +585,23 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	char path[2 * RA_PATH_LEN];
 	int ret;
 
+	/* A failing fixture setup gets no teardown: undo here. */
 	ret = ra_set_read_ahead_kb(fs, ra_kb);
-	if (ret)
+	if (ret) {
+		restore_read_ahead_kb(fs);
 		return ret;
-	if (ra_file_create(fs, "file", size, path, sizeof(path)))
-		return fs_fail(fs, "creating test file");
+	}
+	if (ra_file_create(fs, "ra-test", size, path, sizeof(path))) {
+		ret = fs_fail(fs, "creating test file");
+		restore_read_ahead_kb(fs);
+		return ret;
+	}
 	*fd = ra_open_cold(path);
-	if (*fd < 0)
-		return fs_fail(fs, "dropping test file from page cache");
+	if (*fd < 0) {
+		ret = fs_fail(fs, "dropping test file from page cache");
+		ra_fs_teardown(fs);
+		return ret;
+	}
 	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
 		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
 		       size >> 20);
@@ -652,41 +724,4 @@ void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 	}
 	walk->touched = i;
 	walk->majflt = ra_majflt() - start;
-}
-
-/**
- * ra_thp_madvise_enable() - let MADV_HUGEPAGE mappings use THP
- * @saved: buffer receiving the mode to restore, "" when unchanged
- * @saved_len: size of @saved in bytes
- *
- * force_thp_readahead needs VM_HUGEPAGE honoured: when the global THP mode
- * is "never" it is switched to "madvise" and the old mode is saved for
- * ra_thp_restore().
- *
- * Return: 0 on success, KSFT_SKIP when THP is not available or the mode
- * cannot be changed.
- */
-int ra_thp_madvise_enable(char *saved, size_t saved_len)
-{
-	char buf[128];
-
-	saved[0] = '\0';
-	if (read_file(RA_THP_ENABLED, buf, sizeof(buf)))
-		return KSFT_SKIP;
-	if (!strstr(buf, "[never]"))
-		return 0;
-	if (write_file(RA_THP_ENABLED, "madvise"))
-		return KSFT_SKIP;
-	snprintf(saved, saved_len, "never");
-	return 0;
-}
-
-/**
- * ra_thp_restore() - restore the THP mode saved by ra_thp_madvise_enable()
- * @saved: the saved mode, "" when nothing was changed
- */
-void ra_thp_restore(const char *saved)
-{
-	if (saved[0])
-		write_file(RA_THP_ENABLED, saved);
 }

@@ -42,7 +42,8 @@ struct ra_fs_kind {
  * @block_size: filesystem block size in bytes
  * @page_size: page size in bytes
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
- * @saved_ra_kb: read_ahead_kb to restore on a READAHEAD_TEST_DIR disk, or 0
+ * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
+ * @ra_saved: true when @saved_ra_kb holds a value to put back
  * @own: true when the filesystem was created by ra_fs_setup()
  * @mnt: mount point, when @own
  * @file: path of the test file, removed on teardown
@@ -57,6 +58,7 @@ struct ra_fs {
 	unsigned long page_size;
 	unsigned long ra_kb;
 	unsigned long saved_ra_kb;
+	bool ra_saved;
 	bool own;
 	char mnt[RA_PATH_LEN];
 	char file[2 * RA_PATH_LEN];
@@ -93,8 +95,6 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
 void ra_report(const struct ra_fs *fs, const char *what, long measured,
 	       long bound);
-int ra_thp_madvise_enable(char *saved, size_t saved_len);
-void ra_thp_restore(const char *saved);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_64k;
 
