@@ -11,6 +11,8 @@
 #   make check           the project's own tests (needs root)
 #   make vm-test KERNEL=<image> [MODULES=...] [MEM=2G] [CMDLINE=...]
 #                        run them in QEMU on another kernel
+#   make validate        the kill matrix: every test on every kernel and
+#                        emulated change, against verdicts/expected.tsv
 #
 # The kselftest headers come from, in order: KSFT_DIR=<tree>/tools/testing/
 # selftests; the kernel tree this directory sits in; Debian's
@@ -112,6 +114,9 @@ deps:
 check:
 	$(TOP)/scripts/check.sh
 
+validate: all
+	$(TOP)/validation/matrix.sh --results $(TOP)/validation/RESULTS.md
+
 install-in-tree:
 	@test -n "$(KDIR)" -a -d "$(KDIR)/tools/testing/selftests/mm" || \
 		{ echo "usage: make install-in-tree KDIR=<kernel tree>" >&2; exit 2; }
@@ -122,4 +127,4 @@ clean:
 
 -include $(TOP)/vm/vm.mk
 
-.PHONY: all run_tests checkpatch install-in-tree clean deps check
+.PHONY: all run_tests checkpatch install-in-tree clean deps check validate
