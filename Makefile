@@ -109,7 +109,7 @@ DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 
 deps:
 	apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEBS)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade $(DEBS)
 
 check:
 	$(TOP)/scripts/check.sh
