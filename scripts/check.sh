@@ -3,8 +3,9 @@
 #
 # The project's own tests: build (gcc and clang, -Werror), checkpatch,
 # the suite on the running kernel against the expected-verdicts table,
-# leftovers after normal and killed runs, bad input and non-root runs, and
-# the in-tree install. Needs root. Ends with "N passed, N failed".
+# leftovers after normal and killed runs, bad input and non-root runs, the
+# in-tree install, the validation kernel's patches and config, and the
+# kill matrix in QEMU. Needs root. Ends with "N passed, N failed".
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -145,6 +146,33 @@ if [ -f /usr/src/linux-source-6.12.tar.xz ]; then
 	fi
 else
 	fail "in-tree: /usr/src/linux-source-6.12.tar.xz missing"
+fi
+
+# The validation kernel: the series applies to linux-source-6.12 and the
+# configuration has every option the suite needs.
+if validation/build-kernel.sh --check-patches > "$work/patches.log" 2>&1; then
+	pass "validation patch series applies to linux-source-6.12"
+else
+	fail "validation patch series"; tail -5 "$work/patches.log"
+fi
+if validation/build-kernel.sh --check-config > "$work/config.log" 2>&1; then
+	pass "validation kernel config has every needed option"
+else
+	fail "validation kernel config"; tail -5 "$work/config.log"
+fi
+
+# The kill matrix: builds (or reuses) the validation kernel, then runs the
+# suite on Debian 6.1 and 6.12 and on each emulated change in QEMU.
+# RA_CHECK_MATRIX=0 leaves it out.
+if [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
+	start=$(date +%s)
+	if validation/matrix.sh --only "debian-6.1,debian-6.12,emu-plain,emu-hit,emu-hit+v1,emu-hit+v2,emu-clamp,emu-hit+desc,emu-2win,emu-hit+exec" \
+		> "$work/matrix.log" 2>&1; then
+		pass "kill matrix: every cell as expected ($(( $(date +%s) - start )) s)"
+	else
+		fail "kill matrix"; grep -E 'DIFFERS|no TAP|unknown|error' "$work/matrix.log" | head -20
+		tail -3 "$work/matrix.log"
+	fi
 fi
 
 echo "$passed passed, $failed failed"
