@@ -90,9 +90,9 @@ bad=0
 	printf '\n'
 	for col in "${columns[@]}"; do
 		awk -v col="$col" '
-			/major faults, bound/ {
-				fig = $0; sub(/.*: /, "", fig)
-				split(fig, f, /[ ,]+/); last = f[1] "/" f[5] }
+			match($0, /: [0-9]+ major faults, bound [0-9]+, ra_pages/) {
+				split(substr($0, RSTART + 2, RLENGTH), f, /[ ,]+/)
+				last = f[1] "/" f[5] }
 			/^(# )*(not )?ok [0-9]+ [a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+/ {
 				line = $0; sub(/^(# )*/, "", line)
 				n = split(line, w, " ")

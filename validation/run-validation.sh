@@ -1,17 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Boot the validation kernel under QEMU (TCG) once per readahead_emulate=
-# set and run the ra-repro scenarios in it.
+# Boot the validation kernel with vm/run-vm.sh once per readahead_emulate=
+# set and run the ra-repro scenarios (repro/run-repro.sh) in it.
 #
 # Usage: run-validation.sh [-k bzImage] [-c ra_cases] [-o results] SET...
 #   SET is a readahead_emulate= value, or "none" for the plain kernel.
 #   ra_cases: comma-separated list of sticky, exec, frames, pieces,
 #   sticky16k, descending (default: all).
 #
-# The initramfs (busybox, mkfs.ext4, mkfs.xfs, losetup, a static ra-repro)
-# is built under a temporary directory. RESULT lines are printed and
-# appended to the results file (default validation/results.txt).
+# ra-repro is compiled into a temporary build directory that run-vm.sh
+# puts in the guest. RESULT lines are printed and appended to the results
+# file (default validation/results.txt). $RA_VM_TIMEOUT limits each boot
+# (seconds, default 900). Exit status 1 if a boot gave no results.
 
 set -euo pipefail
 
@@ -37,44 +38,31 @@ shift $((OPTIND - 1))
 work=$(mktemp -d /tmp/ra-validation.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# initramfs
-root=$work/root
-mkdir -p "$root"/{bin,sbin,lib,lib64,etc,proc,sys,dev,tmp,mnt}
-cp /bin/busybox "$root/bin/busybox"
-gcc -static -O2 -Wall -o "$root/ra-repro" "$here/repro/ra-repro.c"
-for tool in mkfs.ext4 mkfs.xfs losetup; do
-	src=$(command -v $tool)
-	cp "$src" "$root/sbin/"
-	ldd "$src" | awk '/=> \//{print $3} /^\t\/lib64/{print $1}' |
-	while read -r lib; do
-		mkdir -p "$root$(dirname "$lib")"
-		cp -L "$lib" "$root$lib"
-	done
-done
-cp /lib64/ld-linux-x86-64.so.2 "$root/lib64/" 2>/dev/null || true
-cp "$here/repro/guest-init.sh" "$root/init"
-chmod +x "$root/init"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+mkdir "$work/build"
+gcc -O2 -Wall -Wextra -o "$work/build/ra-repro" "$here/repro/ra-repro.c"
 
+failed=0
 for set in "$@"; do
-	emu=$set
-	[ "$set" = none ] && emu=
-	log=$work/console-$set.log
+	out=$work/out-$set
 	start=$(date +%s)
-	timeout "$timeout" qemu-system-x86_64 -accel tcg -cpu max -m 2G \
-		-nographic -no-reboot -nic none -kernel "$kernel" \
-		-initrd "$work/initrd.gz" \
-		-append "console=ttyS0 quiet readahead_emulate=$emu ra_cases=$cases" \
-		</dev/null >"$log" 2>&1 || true
+	rc=0
+	"$here/../vm/run-vm.sh" --kernel "$kernel" --build "$work/build" \
+		--runner "$here/repro/run-repro.sh" --env "RA_CASES=$cases" \
+		--cmdline "readahead_emulate=$set" --timeout "$timeout" \
+		--boot-timeout 300 >"$out" || rc=$?
 	secs=$(($(date +%s) - start))
-	if ! grep -q '^RA-END' "$log"; then
-		echo "boot with readahead_emulate=$emu failed after ${secs}s; log:" >&2
-		tail -30 "$log" >&2
-		cp "$log" "/tmp/ra-validation-failed-$set.log"
+	if ! grep -q '^RA-END' "$out"; then
+		echo "boot with readahead_emulate=$set failed after ${secs}s (run-vm.sh status $rc); output:" >&2
+		tail -30 "$out" >&2
+		failed=1
 		continue
 	fi
+	[ "$rc" = 0 ] || echo "readahead_emulate=$set: a scenario setup failed (see the error results)" >&2
+	label=$set
+	[ "$set" != none ] || label="(none)"
 	{
-		echo "## readahead_emulate=${emu:-(none)} ($(grep -o -m1 'RA-BEGIN [^ ]*' "$log" | cut -d' ' -f2), ${secs}s)"
-		grep -E '^RA-(DMESG|RESULT)' "$log" | tr -d '\r'
+		echo "## readahead_emulate=$label ($(grep -o -m1 'RA-BEGIN [^ ]*' "$out" | cut -d' ' -f2), ${secs}s)"
+		grep -E '^RA-(DMESG|RESULT)' "$out"
 	} | tee -a "$results"
 done
+exit "$failed"

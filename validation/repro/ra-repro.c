@@ -31,9 +31,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#define MIB (1UL << 20)
-#define KIB (1UL << 10)
-#define PMD_BYTES (2UL << 20)
+#define KIB 1024UL
+#define MIB (KIB * KIB)
+#define PMD_BYTES (2 * MIB)
 
 static long page_size;
 
@@ -115,9 +115,10 @@ static int open_cold(const char *path, size_t *size)
 	return fd;
 }
 
+/* Read one byte; the empty asm keeps the compiler from dropping the load */
 static void touch(const char *p)
 {
-	(void)*(const volatile char *)p;
+	asm volatile("" : : "r" (*p));
 }
 
 static int cmd_mkfile(int argc, char **argv)
@@ -158,12 +159,23 @@ static int cmd_sticky(int argc, char **argv)
 	optind = 3;
 	while ((opt = getopt(argc, argv, "r:g:s:xm:")) != -1) {
 		switch (opt) {
-		case 'r': nrand = strtoul(optarg, NULL, 0); break;
-		case 'g': gap = strtoul(optarg, NULL, 0); break;
-		case 's': seq = strtoul(optarg, NULL, 0); break;
-		case 'x': prot |= PROT_EXEC; break;
-		case 'm': max = strtoul(optarg, NULL, 0); break;
-		default: die("bad option");
+		case 'r':
+			nrand = strtoul(optarg, NULL, 0);
+			break;
+		case 'g':
+			gap = strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			seq = strtoul(optarg, NULL, 0);
+			break;
+		case 'x':
+			prot |= PROT_EXEC;
+			break;
+		case 'm':
+			max = strtoul(optarg, NULL, 0);
+			break;
+		default:
+			die("bad option");
 		}
 	}
 	fd = open_cold(argv[2], &size);
@@ -196,10 +208,11 @@ static int cmd_sticky(int argc, char **argv)
 	}
 	f2 = majflt();
 	kib2 = dev_read_kib();
-	printf("sticky random=%lu gap_kib=%lu exec=%d rand_majflt=%ld rand_read_kib=%ld seq_pages=%lu of %zu seq_majflt=%ld seq_read_kib=%ld stopped=%d\n",
+	printf("sticky random=%lu gap_kib=%lu exec=%d rand_majflt=%ld rand_read_kib=%ld ",
 	       nrand, gap, !!(prot & PROT_EXEC), f1 - f0,
-	       kib0 < 0 ? -1 : kib1 - kib0, i, pages, f2 - f1,
-	       kib0 < 0 ? -1 : kib2 - kib1, i < pages);
+	       kib0 < 0 ? -1 : kib1 - kib0);
+	printf("seq_pages=%lu of %zu seq_majflt=%ld seq_read_kib=%ld stopped=%d\n",
+	       i, pages, f2 - f1, kib0 < 0 ? -1 : kib2 - kib1, i < pages);
 	return 0;
 }
 
@@ -215,10 +228,17 @@ static int cmd_revwalk(int argc, char **argv)
 	optind = 3;
 	while ((opt = getopt(argc, argv, "HSm:")) != -1) {
 		switch (opt) {
-		case 'H': advice = MADV_HUGEPAGE; break;
-		case 'S': advice = MADV_SEQUENTIAL; break;
-		case 'm': max = strtoul(optarg, NULL, 0); break;
-		default: die("bad option");
+		case 'H':
+			advice = MADV_HUGEPAGE;
+			break;
+		case 'S':
+			advice = MADV_SEQUENTIAL;
+			break;
+		case 'm':
+			max = strtoul(optarg, NULL, 0);
+			break;
+		default:
+			die("bad option");
 		}
 	}
 	if (advice < 0)
@@ -247,10 +267,11 @@ static int cmd_revwalk(int argc, char **argv)
 		if (max && majflt() - f0 >= (long)max)
 			break;
 	}
-	printf("revwalk advice=%s pages=%lu walked=%lu majflt=%ld read_kib=%ld per_page_from_pmd=%ld stopped=%d\n",
+	printf("revwalk advice=%s pages=%lu walked=%lu majflt=%ld read_kib=%ld ",
 	       advice == MADV_HUGEPAGE ? "hugepage" : "sequential", pages,
 	       walked, majflt() - f0,
-	       kib0 < 0 ? -1 : dev_read_kib() - kib0, first_pmd_flt,
+	       kib0 < 0 ? -1 : dev_read_kib() - kib0);
+	printf("per_page_from_pmd=%ld stopped=%d\n", first_pmd_flt,
 	       walked < pages);
 	return 0;
 }
@@ -358,10 +379,17 @@ static int cmd_pieces(int argc, char **argv)
 	optind = 3;
 	while ((opt = getopt(argc, argv, "o:p:n:")) != -1) {
 		switch (opt) {
-		case 'o': off_mib = strtoul(optarg, NULL, 0); break;
-		case 'p': piece_mib = strtoul(optarg, NULL, 0); break;
-		case 'n': n = strtoul(optarg, NULL, 0); break;
-		default: die("bad option");
+		case 'o':
+			off_mib = strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			piece_mib = strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			n = strtoul(optarg, NULL, 0);
+			break;
+		default:
+			die("bad option");
 		}
 	}
 	fd = open_cold(argv[2], &size);
@@ -383,8 +411,9 @@ static int cmd_pieces(int argc, char **argv)
 		for (j = 0; j < pp; j++)
 			touch(q + j * page_size);
 	}
-	printf("pieces offset_mib=%lu piece_mib=%lu pieces=%lu majflt=%ld end_first_majflt=%lu read_kib=%ld\n",
-	       off_mib, piece_mib, n, majflt() - f0, sync,
+	printf("pieces offset_mib=%lu piece_mib=%lu pieces=%lu majflt=%ld ",
+	       off_mib, piece_mib, n, majflt() - f0);
+	printf("end_first_majflt=%lu read_kib=%ld\n", sync,
 	       kib0 < 0 ? -1 : dev_read_kib() - kib0);
 	return 0;
 }
