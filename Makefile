@@ -105,7 +105,7 @@ run_tests: all
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev \
-	libssl-dev qemu-system-x86 busybox-static cpio kmod
+	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash
 
 deps:
 	apt-get update -q

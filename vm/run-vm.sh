@@ -248,7 +248,8 @@ guest_fail() {
 # to the version string at 0x20e (relative to 0x200).  The first word of
 # that string is the release, as printed by uname -r.
 kver=
-magic=$(od -An -tx1 -j514 -N4 "$kernel" | tr -d ' \n')
+# od fails to skip past the end of a file shorter than the header
+magic=$(od -An -tx1 -j514 -N4 "$kernel" 2>/dev/null | tr -d ' \n') || magic=
 if [ "$magic" = 48647253 ]; then
 	off=$(od -An -tu2 -j526 -N2 "$kernel" | tr -d ' ')
 	if [ -n "$off" ] && [ "$off" -gt 0 ]; then
