@@ -4,13 +4,15 @@
 # The kill matrix: run the suite under every configuration and compare
 # each test's verdict with verdicts/expected.tsv.
 #
-#   validation/matrix.sh [--only COLUMN,...] [--results FILE]
+#   validation/matrix.sh [--only COLUMN,...] [--full] [--results FILE]
 #
 # Configurations (table columns):
 #   6.18 (or the running kernel's release)  the suite on this machine
 #   debian-6.1, debian-6.12                 Debian's cloud kernels in QEMU
 #   emu-*                                   the validation kernel in QEMU,
 #                                           booted with readahead_emulate=
+# --full runs with READAHEAD_FULL_RUN=1: no walk stops at its bound, so a
+# failing cell shows the whole figure (slower on broken configurations).
 # Prints a table of tests x configurations (expected/seen verdict and the
 # measured figure against its bound), writes it as Markdown to --results,
 # and exits 1 if any cell differs from the expected table.
@@ -21,6 +23,7 @@ top=$(dirname "$here")
 table=$top/verdicts/expected.tsv
 results=
 only=
+full=()
 
 declare -A switches=(
 	[emu-plain]=""
@@ -40,7 +43,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
 	--results) results=$2; shift 2 ;;
-	*) echo "usage: $0 [--only COLUMN,...] [--results FILE]" >&2; exit 2 ;;
+	--full) full=(--env READAHEAD_FULL_RUN=1); shift ;;
+	*) echo "usage: $0 [--only COLUMN,...] [--full] [--results FILE]" >&2; exit 2 ;;
 	esac
 done
 if [ -n "$only" ]; then
@@ -61,20 +65,21 @@ for col in "${columns[@]}"; do
 			kernel=$("$here/build-kernel.sh" | tail -n 1)
 		fi
 		echo "== $col: readahead_emulate=${switches[$col]:-<none>}" >&2
-		"$top/vm/run-vm.sh" --kernel "$kernel" \
+		"$top/vm/run-vm.sh" --kernel "$kernel" "${full[@]}" \
 			--cmdline "readahead_emulate=${switches[$col]:-none}" \
 			> "$out/$col.tap" 2>&1 || true
 		;;
 	debian-*)
 		echo "== $col" >&2
 		# shellcheck disable=SC2046
-		"$top/vm/run-vm.sh" $("$top/vm/debian-kernel.sh" "${col#debian-}" |
+		"$top/vm/run-vm.sh" "${full[@]}" $("$top/vm/debian-kernel.sh" "${col#debian-}" |
 			sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') \
 			> "$out/$col.tap" 2>&1 || true
 		;;
 	*)
 		echo "== $col: this machine" >&2
-		make -s -C "$top" run_tests > "$out/$col.tap" 2>&1 || true
+		READAHEAD_FULL_RUN=${full:+1} make -s -C "$top" run_tests \
+			> "$out/$col.tap" 2>&1 || true
 		;;
 	esac
 done
@@ -127,7 +132,11 @@ if [ -n "$results" ]; then
 		echo "from $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)."
 		echo "Validation kernel: linux-source-6.12 (6.12.117) plus validation/patches."
 		echo "Cells: expected/seen verdict, then figure/bound in major faults"
-		echo "(a figure just above its bound is where the walk stopped early)."
+		if [ ${#full[@]} -gt 0 ]; then
+			echo "(READAHEAD_FULL_RUN=1: whole figures, no early stop)."
+		else
+			echo "(a figure just above its bound is where the walk stopped early)."
+		fi
 		echo
 		cat "$out/table.md"
 	} > "$results"
