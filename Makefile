@@ -97,7 +97,7 @@ CHECKPATCH ?= $(firstword $(wildcard $(KSFT_DIR)/../../../scripts/checkpatch.pl)
 
 checkpatch: $(CHECKPATCH)
 	perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
-		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch]
+		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch] $(TOP)/validation/repro/*.c
 	@echo "checkpatch: clean"
 
 run_tests: all
