@@ -60,7 +60,7 @@ done
 [[ $series =~ ^[0-9]+\.[0-9]+$ ]] || die "kernel series must look like 6.1 or 6.12, got '$series'"
 
 for tool in apt-cache apt-get dpkg-deb depmod flock; do
-	command -v "$tool" >/dev/null || die "$tool not found (this helper needs a Debian host)"
+	command -v "$tool" >/dev/null || die "$tool not found (a Debian host is needed)"
 done
 
 # Find the newest unsigned cloud image package of the series.  Debian names
