@@ -1,0 +1,178 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A private apt state for fetching Debian packages that the machine's own
+# sources do not carry (newer kernels, linux-source-7.3).
+#
+#   vm/debian-apt.sh [--cache DIR] update
+#       (re)write the private sources and download their package lists
+#   vm/debian-apt.sh [--cache DIR] search REGEX
+#       package names matching REGEX (apt-cache search --names-only)
+#   vm/debian-apt.sh [--cache DIR] download PKG...
+#       download each package's .deb into DIR/debs (once) and print the
+#       path of each .deb, one a line
+#   vm/debian-apt.sh [--cache DIR] source SERIES
+#       extract Debian's linux-source-SERIES tarball from its package
+#       (once) and print the tarball's path
+#
+# The private state lives under DIR/apt (default
+# /var/cache/readahead-selftests/apt, or RA_APT_CACHE): its own sources
+# file and lists directory. It lists the machine's own Debian suites plus
+# trixie-backports, sid and experimental, all through the Debian mirror
+# the machine already uses (read from apt's index targets), so no host name
+# is written here and the system's apt configuration is never touched.
+# Package lists are refreshed when older than a day.
+#
+# Exit status: 0; 2 on usage errors; 3 when a download or an extraction
+# fails or a package is unknown (one line on stderr naming it).
+
+set -euo pipefail
+
+prog=${0##*/}
+cache=${RA_APT_CACHE:-/var/cache/readahead-selftests/apt}
+extra_suites="trixie-backports sid experimental"
+
+die() {
+	echo "$prog: $*" >&2
+	exit 3
+}
+
+usage() {
+	sed -n '4,17s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--cache)
+		[ $# -ge 2 ] || usage
+		cache=$2
+		shift 2
+		;;
+	-h | --help) usage ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || usage
+cmd=$1
+shift
+
+apt_opts=(
+	-o "Dir::Etc::SourceList=$cache/sources.list"
+	-o Dir::Etc::SourceParts=/dev/null
+	-o "Dir::State::Lists=$cache/lists"
+	-o "Dir::Cache=$cache/cache"
+	-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+	-o APT::Sandbox::User=root
+	-o Acquire::Languages=none
+	-o Debug::NoLocking=1
+)
+
+# The machine's Debian mirror and suites, from apt's own index targets.
+machine_sources() {
+	apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+		'Identifier: Packages' 2>/dev/null | sort -u
+}
+
+write_sources() {
+	local mirror keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+	local uri suite comp suites=
+
+	mirror=$(machine_sources | awk '$2 !~ /-security$/ && $3 == "main" { print $1; exit }')
+	[ -n "$mirror" ] || die "no Debian mirror with a main component in the machine's apt sources"
+	[ -f "$keyring" ] || die "$keyring missing (package debian-archive-keyring)"
+	{
+		while read -r uri suite comp; do
+			[ "$comp" = main ] || continue
+			echo "deb [signed-by=$keyring] $uri $suite main"
+			suites="$suites $suite"
+		done < <(machine_sources)
+		for suite in $extra_suites; do
+			echo "deb [signed-by=$keyring] $mirror $suite main"
+		done
+	} > "$cache/sources.list.new"
+	mv "$cache/sources.list.new" "$cache/sources.list"
+}
+
+update() {
+	mkdir -p "$cache/lists/partial" "$cache/cache/archives/partial" "$cache/debs" ||
+		die "cannot create $cache"
+	write_sources
+	echo "$prog: updating the private package lists in $cache" >&2
+	apt-get "${apt_opts[@]}" -q update >&2 || die "apt-get update (private state in $cache) failed"
+	touch "$cache/.updated"
+}
+
+# Lists older than a day, or none yet: update first.
+ensure_lists() {
+	if [ ! -e "$cache/.updated" ] ||
+	   [ -n "$(find "$cache/.updated" -mmin +1440 2>/dev/null)" ]; then
+		update
+	fi
+}
+
+# One .deb, downloaded once: a finished file is only ever renamed into
+# place, so a failed download leaves nothing behind.
+download_one() {
+	local pkg=$1 tmp deb
+
+	deb=$(find "$cache/debs" -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -n 1)
+	if [ -z "$deb" ]; then
+		apt-cache "${apt_opts[@]}" show "$pkg" > /dev/null 2>&1 ||
+			die "package $pkg unknown to the private apt state"
+		tmp=$(mktemp -d "$cache/debs/.dl.XXXXXX")
+		echo "$prog: downloading $pkg" >&2
+		if ! (cd "$tmp" && apt-get "${apt_opts[@]}" -q download "$pkg" >&2); then
+			rm -rf "$tmp"
+			die "apt-get download $pkg failed"
+		fi
+		deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n 1)
+		[ -n "$deb" ] || { rm -rf "$tmp"; die "apt-get download $pkg produced no .deb"; }
+		mv "$deb" "$cache/debs/" && rm -rf "$tmp"
+		deb=$cache/debs/${deb##*/}
+	fi
+	echo "$deb"
+}
+
+mkdir -p "$cache" || die "cannot create $cache"
+exec 9> "$cache/.lock"
+flock 9
+
+case $cmd in
+update)
+	[ $# -eq 0 ] || usage
+	update
+	;;
+search)
+	[ $# -eq 1 ] || usage
+	ensure_lists
+	apt-cache "${apt_opts[@]}" search --names-only "$1" | awk '{ print $1 }' | sort -V
+	;;
+download)
+	[ $# -ge 1 ] || usage
+	ensure_lists
+	for pkg; do
+		download_one "$pkg"
+	done
+	;;
+source)
+	[ $# -eq 1 ] && [[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || usage
+	tarball=$cache/linux-source-$1.tar.xz
+	if [ ! -f "$tarball" ]; then
+		ensure_lists
+		deb=$(download_one "linux-source-$1")
+		tmp=$(mktemp -d "$cache/.src.XXXXXX")
+		if ! dpkg-deb --fsys-tarfile "$deb" |
+		     tar -x -C "$tmp" "./usr/src/linux-source-$1.tar.xz"; then
+			rm -rf "$tmp"
+			die "cannot extract linux-source-$1.tar.xz from ${deb##*/}"
+		fi
+		mv "$tmp/usr/src/linux-source-$1.tar.xz" "$tarball"
+		rm -rf "$tmp"
+	fi
+	echo "$tarball"
+	;;
+*)
+	usage
+	;;
+esac
