@@ -14,19 +14,23 @@
 #   make validate        the kill matrix: every test on every kernel and
 #                        emulated change, against verdicts/expected.tsv
 #
-# The kselftest headers come from, in order: KSFT_DIR=<tree>/tools/testing/
-# selftests; the kernel tree this directory sits in; Debian's
-# linux-source-6.12 package, of which only the needed files are extracted
-# into $(CACHE).
+# The kselftest headers, mm's vm_util.[ch] and the uapi headers come from,
+# in order: KSFT_DIR=<tree>/tools/testing/selftests; the kernel tree this
+# directory sits in; Debian's linux-source-7.3 package (fetched with
+# vm/debian-apt.sh), of which only the needed files are extracted into
+# $(CACHE), with its uapi headers installed by the tree's own
+# headers_install.sh. A tree's uapi headers are used when "make headers"
+# was run there.
 
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 OUTPUT ?= $(TOP)/build
 CACHE ?= /var/cache/readahead-selftests
-LINUX_SOURCE ?= /usr/src/linux-source-6.12.tar.xz
-SRC_CACHE := $(CACHE)/linux-source-6.12
+KSFT_SERIES := 7.3
+# Debian's tarball; vm/debian-apt.sh fetches it when this is left empty.
+LINUX_SOURCE ?=
+SRC_CACHE := $(CACHE)/linux-source-$(KSFT_SERIES)
 
-TESTS := readahead_sticky_miss readahead_descending readahead_vma_boundary \
-	 readahead_async_marker
+TESTS := $(sort $(basename $(notdir $(wildcard $(TOP)/selftests-mm/*.c))))
 LIB := $(TOP)/lib/ra_util.c
 HDRS := $(TOP)/lib/ra_util.h
 
@@ -43,23 +47,33 @@ KSFT_DIR := $(SRC_CACHE)/tools/testing/selftests
 KSFT_FROM_PACKAGE := 1
 endif
 endif
+KHDR := $(or $(wildcard $(abspath $(KSFT_DIR)/../../../usr/include)), \
+	$(SRC_CACHE)/usr/include)
+VM_UTIL := $(KSFT_DIR)/mm/vm_util.c
 
 CC ?= gcc
 CFLAGS ?= -O2 -g
-# The harness headers are included as system headers: the 6.12 ones are
-# not -Wextra clean.
-CFLAGS += -Wall -Wextra -Werror -isystem $(KSFT_DIR)/mm -I $(TOP)/lib
+# As in tools/testing/selftests/lib.mk and mm/Makefile: _GNU_SOURCE, the
+# harness as "kselftest_harness.h", installed uapi headers.
+KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm -isystem $(KHDR)
+CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(TOP)/lib
 LDLIBS += -lcap -lpthread
+# vm_util.c is the tree's, built with mm's own warnings (-Wall).
+VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS)
 
 BINS := $(addprefix $(OUTPUT)/,$(TESTS))
 RUNNER := $(OUTPUT)/run-suite.sh $(OUTPUT)/settings \
-	  $(OUTPUT)/kselftest/runner.sh $(OUTPUT)/kselftest/prefix.pl
+	  $(addprefix $(OUTPUT)/kselftest/,runner.sh prefix.pl ktap_helpers.sh)
 
 all: $(BINS) $(RUNNER)
 
-$(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(KSFT_DIR)/kselftest_harness.h
+$(OUTPUT)/vm_util.o: $(VM_UTIL) $(KSFT_DIR)/mm/vm_util.h $(KHDR)/linux/fs.h
 	@mkdir -p $(OUTPUT)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(VM_UTIL_CFLAGS) -c -o $@ $<
+
+$(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
+	     $(KSFT_DIR)/kselftest_harness.h
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(OUTPUT)/vm_util.o $(LDLIBS)
 
 $(OUTPUT)/run-suite.sh: $(TOP)/scripts/run-suite.sh
 	@mkdir -p $(OUTPUT)
@@ -73,23 +87,41 @@ $(OUTPUT)/kselftest/%: $(KSFT_DIR)/kselftest/%
 	@mkdir -p $(OUTPUT)/kselftest
 	install -m 0755 $< $@
 
-ifeq ($(KSFT_FROM_PACKAGE),1)
-# Only the kselftest headers, runner and checkpatch are extracted.
+# Only the kselftest headers and runner, mm's vm_util.[ch], checkpatch and
+# the uapi headers are extracted; the uapi headers are installed as
+# "make headers" would, with the tree's headers_install.sh and unifdef.
 KSFT_MEMBERS := tools/testing/selftests/kselftest.h \
 	tools/testing/selftests/kselftest_harness.h \
 	tools/testing/selftests/kselftest/runner.sh \
 	tools/testing/selftests/kselftest/prefix.pl \
+	tools/testing/selftests/kselftest/ktap_helpers.sh \
+	tools/testing/selftests/mm/vm_util.c tools/testing/selftests/mm/vm_util.h \
 	scripts/checkpatch.pl scripts/spelling.txt \
-	scripts/const_structs.checkpatch
-$(KSFT_DIR)/kselftest_harness.h $(KSFT_DIR)/kselftest/runner.sh \
-$(KSFT_DIR)/kselftest/prefix.pl $(SRC_CACHE)/scripts/checkpatch.pl:
-	@test -f $(LINUX_SOURCE) || { echo "$(LINUX_SOURCE) missing:" \
-		"apt-get install linux-source-6.12, or set KSFT_DIR" >&2; exit 1; }
-	mkdir -p $(CACHE)
-	tar -xJf $(LINUX_SOURCE) -C $(CACHE) \
-		$(addprefix linux-source-6.12/,$(KSFT_MEMBERS))
-	mkdir -p $(KSFT_DIR)/mm
-	touch $(KSFT_DIR)/kselftest_harness.h
+	scripts/const_structs.checkpatch scripts/headers_install.sh \
+	scripts/unifdef.c include/uapi arch/x86/include/uapi
+SRC_STAMP := $(SRC_CACHE)/.extracted
+
+# Extracted into a directory of its own and renamed into place, so that
+# concurrent builds never see a half-extracted cache.
+$(SRC_STAMP):
+	set -e; src='$(LINUX_SOURCE)'; [ -n "$$src" ] || \
+		src=$$($(TOP)/vm/debian-apt.sh source $(KSFT_SERIES)) || exit 3; \
+	mkdir -p $(CACHE); tmp=$$(mktemp -d $(SRC_CACHE).XXXXXX); \
+	trap 'rm -rf "$$tmp"' EXIT; \
+	tar -xJf "$$src" -C "$$tmp" --strip-components=1 \
+		$(addprefix linux-source-$(KSFT_SERIES)/,$(KSFT_MEMBERS)); \
+	cd "$$tmp"; $(CC) -O2 -o scripts/unifdef scripts/unifdef.c; \
+	for f in $$(find include/uapi arch/x86/include/uapi -name '*.h'); do \
+		o=usr/include/$${f#*/uapi/}; mkdir -p $${o%/*}; \
+		sh scripts/headers_install.sh $$f $$o; \
+	done; \
+	touch .extracted; chmod 0755 "$$tmp"; \
+	[ -f $@ ] || { rm -rf $(SRC_CACHE); mv -T "$$tmp" $(SRC_CACHE); }
+
+$(SRC_CACHE)/usr/include/linux/fs.h $(SRC_CACHE)/scripts/checkpatch.pl: $(SRC_STAMP)
+ifeq ($(KSFT_FROM_PACKAGE),1)
+$(addprefix $(KSFT_DIR)/,kselftest_harness.h mm/vm_util.c mm/vm_util.h \
+	kselftest/runner.sh kselftest/prefix.pl kselftest/ktap_helpers.sh): $(SRC_STAMP)
 endif
 
 CHECKPATCH ?= $(firstword $(wildcard $(KSFT_DIR)/../../../scripts/checkpatch.pl) \

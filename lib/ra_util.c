@@ -29,7 +29,8 @@
 #include <sys/vfs.h>
 #include <sys/wait.h>
 
-#include "../kselftest.h"
+#include "kselftest.h"
+#include "vm_util.h"
 #include "ra_util.h"
 
 const struct ra_fs_kind ra_ext4_4k = { "ext4", 4096 };
@@ -74,36 +75,6 @@ static bool have_cap_sys_admin(void)
 		val = CAP_CLEAR;
 	cap_free(caps);
 	return val == CAP_SET;
-}
-
-static int write_file(const char *path, const char *buf)
-{
-	size_t len = strlen(buf);
-	int fd, ret = 0;
-
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	if (write(fd, buf, len) != (ssize_t)len)
-		ret = -1;
-	close(fd);
-	return ret;
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return 0;
 }
 
 /* Run argv[0] found in PATH (plus the sbin directories), output hidden. */
@@ -286,7 +257,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	const char *opts;
 
 	memset(fs, 0, sizeof(*fs));
-	fs->page_size = sysconf(_SC_PAGESIZE);
+	fs->page_size = psize();
 	if (env && *env)
 		return fs_use_dir(fs, env, kind);
 
@@ -381,7 +352,7 @@ void ra_fs_teardown(struct ra_fs *fs)
  * dies: a child in its own session waits for the end of a pipe that only
  * the caller holds open.
  */
-static void restore_on_exit(const char *path, const char *value)
+static void restore_on_exit(const char *path, unsigned long value)
 {
 	int pipefd[2];
 	pid_t pid;
@@ -396,7 +367,7 @@ static void restore_on_exit(const char *path, const char *value)
 		setsid();
 		while (read(STDIN_FILENO, &c, 1) > 0)
 			;
-		write_file(path, value);
+		write_num(path, value);
 		_exit(0);
 	}
 	close(pipefd[0]);
@@ -415,42 +386,33 @@ static void restore_on_exit(const char *path, const char *value)
  * ra_fs_teardown() puts it back; on a READAHEAD_TEST_DIR disk it is also
  * put back if the test dies before its teardown runs.
  *
- * Return: 0 on success, KSFT_SKIP with @fs->why set when the value cannot
- * be set, -1 on a write error (errno set).
+ * Return: 0 on success, KSFT_SKIP with @fs->why set when the attribute is
+ * missing or not writable. A write that fails on a writable attribute
+ * ends the test as failed (write_num() of mm's vm_util).
  */
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 {
-	char buf[32];
-
 	if (!fs->sysfs_ra[0])
 		return fs_skip(fs, "no read_ahead_kb attribute for %s", fs->dir);
-	if (!fs->ra_saved && !read_file(fs->sysfs_ra, buf, sizeof(buf))) {
-		fs->saved_ra_kb = strtoul(buf, NULL, 10);
+	if (access(fs->sysfs_ra, R_OK | W_OK))
+		return fs_skip(fs, "cannot write %s", fs->sysfs_ra);
+	if (!fs->ra_saved) {
+		fs->saved_ra_kb = read_num(fs->sysfs_ra);
 		fs->ra_saved = true;
 		if (!fs->own)
-			restore_on_exit(fs->sysfs_ra, buf);
+			restore_on_exit(fs->sysfs_ra, fs->saved_ra_kb);
 	}
 	fs->ra_kb = kb;
-	snprintf(buf, sizeof(buf), "%lu", kb);
-	if (!write_file(fs->sysfs_ra, buf))
-		return 0;
-	if (!read_file(fs->sysfs_ra, buf, sizeof(buf)) &&
-	    strtoul(buf, NULL, 10) == kb)
-		return 0;
-	if (errno == EACCES || errno == EPERM)
-		return fs_skip(fs, "cannot write %s", fs->sysfs_ra);
-	return fs_fail(fs, "writing read_ahead_kb");
+	write_num(fs->sysfs_ra, kb);
+	return 0;
 }
 
 /* Put back the read_ahead_kb saved by ra_set_read_ahead_kb(). */
 static void restore_read_ahead_kb(struct ra_fs *fs)
 {
-	char buf[32];
-
 	if (!fs->ra_saved)
 		return;
-	snprintf(buf, sizeof(buf), "%lu", fs->saved_ra_kb);
-	write_file(fs->sysfs_ra, buf);
+	write_num(fs->sysfs_ra, fs->saved_ra_kb);
 	fs->ra_saved = false;
 }
 
@@ -632,7 +594,7 @@ void ra_report(const struct ra_fs *fs, const char *what, long measured,
  */
 long ra_resident_pages(const void *addr, size_t len)
 {
-	size_t ps = sysconf(_SC_PAGESIZE), n = (len + ps - 1) / ps, i;
+	size_t ps = psize(), n = (len + ps - 1) / ps, i;
 	unsigned char *vec;
 	long count = 0;
 
@@ -700,14 +662,14 @@ long ra_limit(long bound)
 void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 		   long limit, struct ra_walk *walk)
 {
-	size_t ps = sysconf(_SC_PAGESIZE), zap = RA_WALK_ZAP / ps, i;
+	size_t ps = psize(), zap = RA_WALK_ZAP / ps, i;
 	long start = ra_majflt();
 
 	walk->stopped = false;
 	for (i = 0; i < npages; i++) {
 		size_t page = backwards ? npages - 1 - i : i;
 
-		ra_touch(addr + page * ps);
+		FORCE_READ(addr[page * ps]);
 		if ((i + 1) % zap == 0 && i + 1 >= 2 * zap) {
 			size_t first = backwards ? npages - (i + 1 - zap) :
 					i + 1 - 2 * zap;

@@ -2,7 +2,9 @@
 /*
  * Helpers shared by the mmap readahead selftests: a private filesystem on
  * a self-detaching loop device, cold files, residency and major fault
- * accounting, and page walks that stop once a bound is exceeded.
+ * accounting, and page walks that stop once a bound is exceeded. What
+ * mm's vm_util.h offers (psize(), FORCE_READ(), read_num(), write_num(),
+ * read_pmd_pagesize()) is used from there.
  */
 #ifndef __RA_UTIL_H__
 #define __RA_UTIL_H__

@@ -38,7 +38,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../kselftest_harness.h"
+#include "kselftest_harness.h"
+#include "vm_util.h"
 #include "ra_util.h"
 
 #define RA_KB		8192UL
@@ -99,7 +100,7 @@ static long end_first_piece(const char *p, size_t ps, long limit,
 	struct ra_walk walk;
 	long start = ra_majflt();
 
-	ra_touch(p + PIECE - ps);
+	FORCE_READ(p[PIECE - ps]);
 	*end_faults += ra_majflt() - start;
 	ra_walk_pages(p, PIECE / ps, false, limit, &walk);
 	madvise((void *)p, PIECE, MADV_DONTNEED);

@@ -40,14 +40,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../kselftest_harness.h"
+#include "kselftest_harness.h"
+#include "vm_util.h"
 #include "ra_util.h"
 
 #define SEQ_SIZE	(128UL << 20)
 #define RA_KB		8192UL
 #define PMD_WALK	256UL
 #define MAX_PMD_SIZE	(32UL << 20)
-#define HPAGE_PMD_SIZE	"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
 #define FMT_WALK \
 	"%ld major faults after %zu of %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
 #define SUSPECT_THP \
@@ -90,22 +90,9 @@ FIXTURE_TEARDOWN(descending)
 	ra_fs_teardown(&self->fs);
 }
 
-static unsigned long pmd_size(void)
-{
-	unsigned long size = 0;
-	FILE *f = fopen(HPAGE_PMD_SIZE, "r");
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu", &size) != 1)
-		size = 0;
-	fclose(f);
-	return size;
-}
-
 TEST_F_TIMEOUT(descending, madv_hugepage, 180)
 {
-	unsigned long pmd = pmd_size(), nr_pmd = PMD_WALK;
+	unsigned long pmd = read_pmd_pagesize(), nr_pmd = PMD_WALK;
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
 	long bound;

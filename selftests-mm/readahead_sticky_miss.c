@@ -37,7 +37,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../kselftest_harness.h"
+#include "kselftest_harness.h"
+#include "vm_util.h"
 #include "ra_util.h"
 
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
@@ -123,7 +124,7 @@ static void random_phase(struct __test_metadata *_metadata, const char *map,
 		order[j] = t;
 	}
 	for (i = 0; i < RANDOM_FAULTS; i++)
-		ra_touch(map + order[i] * spacing);
+		FORCE_READ(map[order[i] * spacing]);
 	random = ra_majflt() - start;
 	ksft_print_msg("random phase: %ld major faults, at least %d needed\n",
 		       random, 2 * RA_MMAP_LOTSAMISS);

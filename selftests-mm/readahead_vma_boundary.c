@@ -29,7 +29,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../kselftest_harness.h"
+#include "kselftest_harness.h"
+#include "vm_util.h"
 #include "ra_util.h"
 
 #define RA_KB		512UL
