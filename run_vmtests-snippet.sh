@@ -14,3 +14,4 @@ CATEGORY="readahead" run_test ./readahead_sticky_miss
 CATEGORY="readahead" run_test ./readahead_descending
 CATEGORY="readahead" run_test ./readahead_vma_boundary
 CATEGORY="readahead" run_test ./readahead_async_marker
+CATEGORY="readahead" run_test ./readahead_read_around

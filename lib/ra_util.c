@@ -36,6 +36,7 @@
 const struct ra_fs_kind ra_ext4_4k = { "ext4", 4096 };
 const struct ra_fs_kind ra_xfs_4k = { "xfs", 4096 };
 const struct ra_fs_kind ra_xfs_16k = { "xfs", 16384 };
+const struct ra_fs_kind ra_xfs_32k = { "xfs", 32768 };
 const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
 
 /* Apparent size of the sparse image; only metadata is ever written. */

@@ -98,7 +98,8 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 void ra_report(const struct ra_fs *fs, const char *what, long measured,
 	       long bound);
 
-extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_64k;
+extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
+	ra_xfs_64k;
 
 /**
  * ra_touch() - read one byte so that the compiler cannot drop the load

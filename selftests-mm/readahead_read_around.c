@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Read-around on a min folio order mapping: a cold file read in order
+ * through a mapping must take one synchronous fault, then async readahead.
+ *
+ * A page cache miss in filemap_fault() calls do_sync_mmap_readahead().
+ * Without VM_SEQ_READ, VM_EXEC or VM_HUGEPAGE it reads around the fault:
+ *
+ *	ra->start = pgoff - ra_pages / 2	(not below 0)
+ *	ra->size = ra_pages
+ *	ra->async_size = ra_pages / 4
+ *
+ * and page_cache_ra_order() asks for the PG_readahead marker at
+ * start + size - async_size = pgoff + ra_pages / 4. Read-around passes
+ * order 0, which page_cache_ra_order() raises to the min folio order, so
+ * every folio of the window is a min-size folio of F pages, and
+ * ra_alloc_folio() rounds the marker index down to the folio holding it.
+ * An in-order reader faults on the first page of a folio (the folio
+ * before it is cached), so when F > ra_pages / 4 the marker lands on the
+ * faulting folio itself:
+ *
+ *   pgoff - ra_pages/2   pgoff      pgoff + ra_pages/4    pgoff + F
+ *   |--------------------|================^===============|--- ...
+ *    folio(s) before      faulting folio   marker asked for  next folio
+ *                         (the marker is rounded down to its start)
+ *
+ * The fault that started the read dropped the lock for the I/O and is
+ * retried with FAULT_FLAG_TRIED; filemap_fault() calls
+ * do_async_mmap_readahead() only on a first try, and finish_fault() maps
+ * the whole folio. No later fault lands on the marker, async readahead
+ * never starts, and the reader's next fault past the window is a major
+ * fault again. That read-around begins at a cached folio, where
+ * page_cache_ra_order() stops with -EEXIST: with a window start aligned
+ * to the min folio, page_cache_ra_unbounded() reads the rest and rounds
+ * the marker *up*, past the window; with an unaligned start the fallback
+ * reads nothing and the fault reads its own folio. Either way: one major
+ * fault per min-size folio.
+ *
+ * Affected: a min folio larger than a quarter of the window, i.e. 16 KiB
+ * blocks below read_ahead_kb 64, 32 KiB below 128, 64 KiB below 256 (the
+ * usual device default is 128). With 4 KiB folios, ra_pages below 4 gives
+ * async_size 0 and no marker at all (at read_ahead_kb 12, one major fault
+ * per two pages). A read from the start of the file is not affected:
+ * the window is clamped at 0 and the marker lands past the first folio,
+ * hence the in-order region starts 8 MiB into the file.
+ *
+ * File layout (one struct file, one mapping):
+ *
+ *   0          8 MiB                                        72 MiB
+ *   |----------|=============================================|
+ *    untouched  in-order region, cold, one touch per page
+ *
+ * Each variant runs one filesystem at one read_ahead_kb: the last value
+ * below its boundary, the first one at it, and the device default 128.
+ *
+ * Bound: major faults of the in-order part <= ra windows in it / 10.
+ *   broken: one major fault per min-size folio, so 1 to 3 per window
+ *           (ra_pages / F is below 4 where the marker is lost): 15x to
+ *           30x over the bound (1024 against 51 for 64 KiB blocks at
+ *           128; 4 KiB folios at read_ahead_kb 12: 8192 against 546).
+ *   healthy: one synchronous read-around, then PG_readahead keeps async
+ *           readahead a window ahead: 1, at least 25x under the bound.
+ *           Kernels without per-VMA locks (6.1) count the fault retried
+ *           after each async readahead as major, one per window: this
+ *           test fails there, as vma_boundary does.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "ra_util.h"
+
+/* Far more than half of any window tested: the read-around is not clamped. */
+#define REGION_OFF	(8UL << 20)
+#define REGION_SIZE	(64UL << 20)
+#define SUSPECT \
+	"suspected: read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
+#define FMT_FAIL \
+	"%ld major faults after %zu of %lu pages, bound %ld (%lu ra windows / 10), ra_pages %lu, folio %lu bytes; "
+
+FIXTURE(read_around) {
+	struct ra_fs fs;
+	int fd;
+	char *map;
+	size_t size;
+	unsigned long windows;	/* ra windows in the in-order region */
+	long bound;
+};
+
+/* A filesystem and the read_ahead_kb (KiB) the file is opened with. */
+FIXTURE_VARIANT(read_around) {
+	const struct ra_fs_kind *fs;
+	unsigned long ra_kb;
+};
+
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_ra12) { &ra_ext4_4k, 12 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_ra16) { &ra_ext4_4k, 16 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_ra128) { &ra_ext4_4k, 128 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_ra12) { &ra_xfs_4k, 12 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_ra16) { &ra_xfs_4k, 16 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_ra128) { &ra_xfs_4k, 128 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_ra48) { &ra_xfs_16k, 48 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_ra64) { &ra_xfs_16k, 64 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_ra128) { &ra_xfs_16k, 128 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_ra96) { &ra_xfs_32k, 96 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_ra128) { &ra_xfs_32k, 128 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_ra128) { &ra_xfs_64k, 128 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_ra192) { &ra_xfs_64k, 192 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_ra256) { &ra_xfs_64k, 256 };
+
+FIXTURE_SETUP(read_around)
+{
+	int ret = ra_fs_setup(&self->fs, variant->fs);
+
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+
+	self->size = REGION_OFF + REGION_SIZE;
+	self->windows = REGION_SIZE / (variant->ra_kb * 1024);
+	self->bound = self->windows / 10;
+
+	ret = ra_file_prepare(&self->fs, self->size, variant->ra_kb, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map);
+}
+
+FIXTURE_TEARDOWN(read_around)
+{
+	if (self->map && self->map != MAP_FAILED)
+		munmap(self->map, self->size);
+	if (self->fd > 0)
+		close(self->fd);
+	ra_fs_teardown(&self->fs);
+}
+
+TEST_F_TIMEOUT(read_around, cold_in_order, 180)
+{
+	size_t ps = self->fs.page_size;
+	struct ra_walk walk;
+
+	ra_walk_pages(self->map + REGION_OFF, REGION_SIZE / ps, false,
+		      ra_limit(self->bound), &walk);
+	ra_report(&self->fs, "cold in-order read", walk.majflt, self->bound);
+	EXPECT_LE(walk.majflt, self->bound)
+		TH_LOG(FMT_FAIL SUSPECT, walk.majflt, walk.touched,
+		       REGION_SIZE / ps, self->bound, self->windows,
+		       ra_pages(&self->fs), ra_folio_size(&self->fs));
+}
+
+TEST_HARNESS_MAIN
