@@ -158,5 +158,6 @@ clean:
 	rm -rf $(OUTPUT)
 
 -include $(TOP)/vm/vm.mk
+-include $(TOP)/vm/history.mk
 
 .PHONY: all run_tests checkpatch install-in-tree clean deps check validate

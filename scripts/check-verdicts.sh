@@ -4,17 +4,26 @@
 # Compare the verdicts in a suite run's TAP with one column of the
 # expected-verdicts table.
 #
-#   check-verdicts.sh COLUMN TAPFILE [TABLE]
+#   check-verdicts.sh COLUMN|SERIES TAPFILE [TABLE]
 #
+# COLUMN is a column name of the table (6.18, debian-7.3, emu-plain ...).
+# A bare series such as 7.3 names the column of that series: the column
+# of that exact name if the table has one (the host's), else debian-7.3.
 # Prints one line per test whose verdict differs (or is missing) and a
-# summary; exits 1 if any differs.
+# summary; exits 1 if any differs, 2 on usage errors.
 col=$1
 tap=$2
 table=${3:-$(dirname "$0")/../verdicts/expected.tsv}
 
 if [ -z "$col" ] || [ ! -f "$tap" ] || [ ! -f "$table" ]; then
-	echo "usage: $0 COLUMN TAPFILE [TABLE]" >&2
+	echo "usage: $0 COLUMN|SERIES TAPFILE [TABLE]" >&2
 	exit 2
+fi
+
+# A series without a column of its own: Debian's kernel of that series.
+if echo "$col" | grep -Eq '^[0-9]+\.[0-9]+$' &&
+   ! grep -v '^#' "$table" | head -n 1 | tr '\t' '\n' | grep -qxF "$col"; then
+	col=debian-$col
 fi
 
 # Inner TAP lines of the harness, as printed through the kselftest runner

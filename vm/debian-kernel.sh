@@ -3,35 +3,60 @@
 #
 # Fetch a Debian cloud kernel for the VM runner.
 #
-#   vm/debian-kernel.sh [--cache DIR] <6.1|6.12>
+#   vm/debian-kernel.sh [--cache DIR] [--list] SERIES
 #
-# Downloads the newest linux-image-<ver>*-cloud-amd64-unsigned package that
-# apt knows about (with "apt-get download", so only the configured Debian
-# mirrors are used), extracts it once into the cache directory, runs depmod
-# on the extracted module tree and prints two lines:
+# SERIES is a kernel series such as 6.1, 6.12, 6.18 or 7.3. The newest
+# point release of the series whose packages can all be downloaded is
+# fetched through the private apt state of vm/debian-apt.sh (the machine's
+# Debian suites plus trixie-backports, sid and experimental), extracted
+# once into DIR/<release>, and two lines are printed:
 #
-#   KERNEL=/path/to/vmlinuz-<release>
+#   KERNEL=/path/to/vmlinuz
 #   MODULES=/path/to/lib/modules/<release>
 #
-# The output is meant to be used as make arguments or parsed by a script:
+# for make or a script to use:
 #
 #   make vm-test $(vm/debian-kernel.sh 6.12)
 #
-# Default cache: /var/cache/readahead-selftests/debian (override with --cache
-# or RA_KERNEL_CACHE).  Progress messages go to stderr.
+# --list prints the candidate releases of the series, newest first, each
+# with its package layout and the packages it needs, and downloads nothing.
+#
+# Debian packages a cloud kernel in one of three ways:
+#   6.1, 6.12    linux-image-<release>-unsigned: vmlinuz and modules
+#   6.16-6.18    linux-image-<release>: vmlinuz and modules (plus
+#                linux-base-<release> when the archive has one)
+#   6.19, 7.x    linux-binary-<release> (or linux-binary-unsigned-):
+#                vmlinuz; linux-modules-<release>: the .ko.xz files;
+#                linux-base-<release>: modules.builtin, modules.order,
+#                config, System.map
+# Older point releases often lack a package (their linux-modules are
+# removed from the archive first): the next older release is tried then.
+#
+# Default cache: /var/cache/readahead-selftests/debian (or RA_KERNEL_CACHE).
+# An entry is extracted into a temporary directory and renamed into place
+# once complete (depmod included), so a failure leaves no partial entry.
+# Progress goes to stderr.
+#
+# Exit status: 0; 2 on usage errors; 3 when no release of the series can
+# be fetched, a download or extraction fails or a layout is not understood
+# (one line on stderr naming the package or step).
 
 set -euo pipefail
 
 prog=${0##*/}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_KERNEL_CACHE:-/var/cache/readahead-selftests/debian}
+apt=$here/debian-apt.sh
+flavour=cloud-amd64
+list=0
 
 die() {
 	echo "$prog: $*" >&2
-	exit 1
+	exit 3
 }
 
 usage() {
-	echo "usage: $prog [--cache DIR] <6.1|6.12>" >&2
+	sed -n '4,22s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -43,10 +68,11 @@ while [ $# -gt 0 ]; do
 		cache=$2
 		shift 2
 		;;
-	-h | --help)
-		usage
+	--list)
+		list=1
+		shift
 		;;
-	-*)
+	-h | --help | -*)
 		usage
 		;;
 	*)
@@ -57,65 +83,155 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$series" ] || usage
-[[ $series =~ ^[0-9]+\.[0-9]+$ ]] || die "kernel series must look like 6.1 or 6.12, got '$series'"
+if ! [[ $series =~ ^[0-9]+\.[0-9]+$ ]]; then
+	echo "$prog: kernel series must look like 6.12 or 7.3, got '$series'" >&2
+	exit 2
+fi
 
-for tool in apt-cache apt-get dpkg-deb depmod flock; do
-	command -v "$tool" >/dev/null || die "$tool not found (a Debian host is needed)"
+for tool in dpkg-deb depmod flock; do
+	command -v "$tool" > /dev/null || die "$tool not found (a Debian host is needed)"
 done
 
-# Find the newest unsigned cloud image package of the series.  Debian names
-# them linux-image-6.1.0-NN-cloud-amd64-unsigned and
-# linux-image-6.12.NN+debNN-cloud-amd64-unsigned.
-find_package() {
-	local re="^linux-image-${series//./\\.}[.-][^ ]*-cloud-amd64-unsigned\$"
+# Every package name of the series in the four families, from one search.
+sre=${series//./\\.}
+known=$("$apt" search "^linux-(image|binary|binary-unsigned|modules|base)-$sre([.+-][^ ]*)?-$flavour(-unsigned)?\$") ||
+	exit 3
 
-	apt-cache search --names-only '^linux-image-.*-cloud-amd64-unsigned$' |
-		awk '{ print $1 }' | grep -E "$re" | sort -V | tail -n 1
+is_known() {
+	grep -qxF "$1" <<< "$known"
 }
 
-pkg=$(find_package || true)
-if [ -z "$pkg" ] && [ "$(id -u)" = 0 ]; then
-	# A fresh machine may not have package lists yet.
-	echo "$prog: no package found, running apt-get update" >&2
-	apt-get update -qq >&2 || true
-	pkg=$(find_package || true)
+# Releases, newest first: 6.1.0-57-cloud-amd64, 6.12.117+deb12-cloud-amd64,
+# 7.3.4+deb13-cloud-amd64, 7.3-cloud-amd64 (a release candidate) ...
+releases=$(sed -nE "s/^linux-(image|binary)-($sre([.+-].*)?-$flavour)\$/\\2/p" <<< "$known" |
+	sort -u -V -r)
+[ -n "$releases" ] || die "no linux-image or linux-binary package of series $series ($flavour) in the archive"
+
+# The packages of one release, by layout, into $pkgs; when the archive
+# lacks one of them, $pkgs is empty and $missing names it.
+layout=
+missing=
+pkgs=()
+packages_of() {
+	local rel=$1 p bin
+
+	missing=
+	if is_known "linux-binary-$rel" || is_known "linux-binary-unsigned-$rel"; then
+		layout='split'
+		bin=linux-binary-$rel
+		is_known "$bin" || bin=linux-binary-unsigned-$rel
+		pkgs=("$bin" "linux-modules-$rel" "linux-base-$rel")
+	elif [[ ! $rel =~ ^[0-9]+\.[0-9]+[.+] ]]; then
+		# linux-image-6.12-cloud-amd64 and the like: a metapackage.
+		layout=meta
+		pkgs=()
+		missing="(metapackage)"
+		return 0
+	elif is_known "linux-image-$rel-unsigned"; then
+		layout=unsigned-image
+		pkgs=("linux-image-$rel-unsigned")
+	else
+		layout=image
+		pkgs=("linux-image-$rel")
+		if is_known "linux-base-$rel"; then
+			pkgs+=("linux-base-$rel")
+		fi
+	fi
+	for p in "${pkgs[@]}"; do
+		if ! is_known "$p"; then
+			missing=$p
+			pkgs=()
+			return 0
+		fi
+	done
+}
+
+if [ "$list" = 1 ]; then
+	for rel in $releases; do
+		packages_of "$rel"
+		printf '%s\t%s\t%s\n' "$rel" "$layout" "${pkgs[*]:-missing $missing}"
+	done
+	exit 0
 fi
-[ -n "$pkg" ] || die "no linux-image-$series*-cloud-amd64-unsigned package known to apt"
 
-# The kernel release is the package name without the prefix and suffix.
-release=${pkg#linux-image-}
-release=${release%-unsigned}
+release=
+first_missing=
+for rel in $releases; do
+	packages_of "$rel"
+	if [ ${#pkgs[@]} -gt 0 ]; then
+		release=$rel
+		break
+	fi
+	[ "$layout" != meta ] || continue
+	[ -n "$first_missing" ] || first_missing=$missing
+done
+[ -n "$release" ] ||
+	die "no $series release has all its packages in the archive (newest: $(head -n 1 <<< "$releases"), $first_missing missing)"
+if [ -n "$first_missing" ]; then
+	echo "$prog: using $release: newer releases lack packages ($first_missing ...)" >&2
+fi
 
-dir=$cache/$pkg
-mkdir -p "$dir" || die "cannot create cache directory $dir"
+# The kernel image in an extracted tree: /boot (up to 6.19) or next to
+# the modules (7.x).
+find_kernel() {
+	local k
 
-# Serialise concurrent runs on the same cache entry.
-exec 9>"$dir/.lock"
+	for k in "$1/boot/vmlinuz-$release" "$1/lib/modules/$release/vmlinuz"; do
+		if [ -f "$k" ]; then
+			echo "$k"
+			return
+		fi
+	done
+}
+
+mkdir -p "$cache" || die "cannot create cache directory $cache"
+dir=$cache/$release
+
+# Serialise concurrent runs on the same release.
+exec 9> "$cache/.$release.lock"
 flock 9
 
-if [ ! -e "$dir/.done" ]; then
-	echo "$prog: fetching $pkg" >&2
-	rm -rf "$dir/root" "$dir"/*.deb
-	# Download as root without the _apt sandbox user (it cannot write
-	# to a root-owned cache directory and apt would only complain).
-	(cd "$dir" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >&2) ||
-		die "apt-get download $pkg failed"
-	deb=$(find "$dir" -maxdepth 1 -name "${pkg}_*.deb" | head -n 1)
-	[ -n "$deb" ] || die "apt-get download did not produce a .deb for $pkg"
+if [ ! -d "$dir" ]; then
+	# Leftovers of a run that was killed while extracting.
+	rm -rf "$cache/.$release.tmp."*
+	debs=()
+	for p in "${pkgs[@]}"; do
+		start=$EPOCHSECONDS
+		deb=$("$apt" download "$p") || exit 3
+		[ -f "$deb" ] || die "download of $p gave no file"
+		echo "$prog: $p: $(du -m "$deb" | cut -f1) MiB, $((EPOCHSECONDS - start)) s" >&2
+		debs+=("$deb")
+	done
 
-	echo "$prog: extracting $(basename "$deb")" >&2
-	dpkg-deb -x "$deb" "$dir/root" || die "cannot extract $deb"
+	tmp=$(mktemp -d "$cache/.$release.tmp.XXXXXX")
+	trap 'rm -rf "$tmp" "$tmp.err"' EXIT
+	for deb in "${debs[@]}"; do
+		echo "$prog: extracting ${deb##*/}" >&2
+		dpkg-deb -x "$deb" "$tmp" 2> "$tmp.err" ||
+			die "cannot extract ${deb##*/}: $(grep -m 1 'error' "$tmp.err")"
+		rm -f "$tmp.err"
+	done
 
+	# depmod looks in <base>/lib/modules: give a tree that has only
+	# usr/lib/modules (7.x) the merged-/usr link.
+	if [ ! -e "$tmp/lib" ] && [ -d "$tmp/usr/lib/modules" ]; then
+		ln -s usr/lib "$tmp/lib"
+	fi
+	mod=$tmp/lib/modules/$release
+	[ -d "$mod/kernel" ] || die "$release: no module tree (lib/modules/$release/kernel) in ${pkgs[*]}"
+	[ -f "$mod/modules.builtin" ] || die "$release: no modules.builtin in ${pkgs[*]}"
 	# Debian generates modules.dep at install time, not in the package.
-	depmod -b "$dir/root" "$release" || die "depmod failed for $release"
-	touch "$dir/.done"
+	depmod -b "$tmp" "$release" 2> "$tmp/depmod.err" ||
+		die "depmod $release failed: $(head -n 1 "$tmp/depmod.err")"
+	rm -f "$tmp/depmod.err"
+	[ -n "$(find_kernel "$tmp")" ] || die "$release: no vmlinuz in ${pkgs[*]} (unknown package layout)"
+	mv "$tmp" "$dir" || die "cannot rename the extracted tree to $dir"
+	trap - EXIT
+	echo "$prog: $release ready in $dir" >&2
 fi
 
-kernel=$dir/root/boot/vmlinuz-$release
-moddir=$dir/root/lib/modules/$release
-[ -d "$moddir" ] || moddir=$dir/root/usr/lib/modules/$release
-[ -f "$kernel" ] || die "$kernel missing in $pkg"
-[ -d "$moddir" ] || die "module directory for $release missing in $pkg"
+kernel=$(find_kernel "$dir")
+[ -n "$kernel" ] || die "$release: no vmlinuz in $dir (remove it and retry)"
 
 echo "KERNEL=$kernel"
-echo "MODULES=$moddir"
+echo "MODULES=$dir/lib/modules/$release"
