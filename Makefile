@@ -136,7 +136,7 @@ run_tests: all
 	$(OUTPUT)/run-suite.sh
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
-	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev \
+	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev libnuma-dev \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash
 
 deps:

@@ -1,61 +1,148 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
 # Put the readahead selftests into tools/testing/selftests/mm of a kernel
-# tree: copy the sources, list them in mm's Makefile (libcap linked as for
-# mlock-random-test), append the config fragment and the run_vmtests.sh
-# category. Running it again changes nothing.
+# tree, in the layout that tree uses. Every selftests-mm/*.c is a test.
 #
 #   install-in-tree.sh <kernel tree>
-set -eu
+#
+# RA_TESTS="name ..." installs only those tests (names of selftests-mm/*.c
+# without .c); RA_TESTS="" installs the helpers and the category alone.
+#
+# What changes in the tree's mm directory:
+#   - the tests and lib/ra_util.[ch] are copied in;
+#   - Makefile: each test added to TEST_GEN_FILES at its sorted place; for
+#     each, a link rule for ra_util.c beside the other helper rules and
+#     "LDLIBS += -lcap" beside mlock-random-test's;
+#   - run_vmtests.sh: a "readahead" category (help text and one run_test
+#     line per test, before the summary);
+#   - when mm's Makefile lists ksft_<category>.sh wrappers in TEST_PROGS
+#     (7.x: what "make run_tests" and KernelCI run), ksft_readahead.sh is
+#     created and added there at its sorted place;
+#   - .gitignore, when it lists binaries one by one (6.x; 7.x ignores
+#     everything but sources);
+#   - config: the options the tests need that it lacks.
+# Running it again changes nothing.
+set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-mm=${1:?usage: $0 <kernel tree>}/tools/testing/selftests/mm
-[ -f "$mm/Makefile" ] && [ -f "$mm/run_vmtests.sh" ] ||
-	{ echo "$mm: not a kernel tree's mm selftests" >&2; exit 2; }
-
-tests=$(cd "$top/selftests-mm" && ls ./*.c | sed 's|^\./||; s|\.c$||')
-cp "$top"/selftests-mm/*.c "$top"/lib/ra_util.c "$top"/lib/ra_util.h "$mm/"
-
-if ! grep -q readahead_sticky_miss "$mm/Makefile"; then
-	tmp=$(mktemp)
-	awk -v tests="$tests" '
-		/^TEST_GEN_FILES \+= mlock-random-test/ && !done {
-			n = split(tests, t, "\n")
-			for (i = 1; i <= n; i++) print "TEST_GEN_FILES += " t[i]
-			done = 1 }
-		{ print }' "$mm/Makefile" > "$tmp"
-	cat "$tmp" > "$mm/Makefile"
-	rm -f "$tmp"
-	outs=$(for t in $tests; do printf ' $(OUTPUT)/%s' "$t"; done)
-	{
-		echo
-		echo "${outs# }: ra_util.c"
-		echo "${outs# }: LDLIBS += -lcap"
-	} >> "$mm/Makefile"
+if [ $# -ne 1 ]; then
+	echo "usage: $0 <kernel tree>" >&2
+	exit 2
+fi
+mm=$1/tools/testing/selftests/mm
+if [ ! -f "$mm/Makefile" ] || [ ! -f "$mm/run_vmtests.sh" ]; then
+	echo "$0: $mm: not a kernel tree's mm selftests" >&2
+	exit 2
 fi
 
+if [ -n "${RA_TESTS+set}" ]; then
+	# shellcheck disable=SC2086 # a list of names
+	tests=$(printf "%s\n" $RA_TESTS | LC_ALL=C sort)
+else
+	tests=$(cd "$top/selftests-mm" && ls -- *.c | sed 's/\.c$//' | LC_ALL=C sort)
+fi
 for t in $tests; do
-	grep -qx "$t" "$mm/.gitignore" 2>/dev/null || echo "$t" >> "$mm/.gitignore"
+	if [ ! -f "$top/selftests-mm/$t.c" ]; then
+		echo "$0: no test selftests-mm/$t.c" >&2
+		exit 2
+	fi
+	cp "$top/selftests-mm/$t.c" "$mm/"
 done
+cp "$top"/lib/ra_util.c "$top"/lib/ra_util.h "$mm/"
+
+# Replace a file's content with stdin, keeping its mode.
+update() {
+	local tmp
+
+	tmp=$(mktemp)
+	cat > "$tmp"
+	cat "$tmp" > "$1"
+	rm -f "$tmp"
+}
+
+# Add "VAR += NAME" to the first block of "VAR =" / "VAR +=" lines, before
+# the first unconditional entry that sorts after NAME (after the block's
+# last entry when none does). Conditional entries (ifeq ... endif) are
+# left where they are.
+add_sorted() {
+	local var=$1 name=$2 file=$3
+
+	grep -qx "$var += $name" "$file" && return 0
+	LC_ALL=C awk -v var="$var" -v name="$name" '
+		function put() { print var " += " name; done = 1 }
+		!done && $0 ~ "^" var " \\+?= " { inblock = 1 }
+		!done && inblock && /^if/ { depth++ }
+		!done && inblock && /^endif/ { depth--; print; last = NR; next }
+		!done && inblock && !depth && $0 ~ "^" var " \\+?= " {
+			if ($3 > name) put(); else { print; last = NR; next } }
+		!done && inblock && !depth && $0 !~ "^" var " " && !/^(if|else|endif)/ {
+			put() }
+		{ print }
+		END { if (!done) exit 1 }' "$file" | update "$file"
+}
+
+# After the last line of the first run of lines matching RE, add LINE.
+add_after_last() {
+	local line=$2 file=$3
+
+	grep -qxF "$line" "$file" && return 0
+	RE=$1 LINE=$line awk '
+		!done && $0 ~ ENVIRON["RE"] { inrun = 1; print; next }
+		!done && inrun { print ENVIRON["LINE"]; done = 1 }
+		{ print }
+		END { if (!done) exit 1 }' "$file" | update "$file"
+}
+
+for t in $tests; do
+	add_sorted TEST_GEN_FILES "$t" "$mm/Makefile"
+	add_after_last '^\$\(OUTPUT\)/[a-z_-]+: [a-z_-]+\.c$' \
+		"\$(OUTPUT)/$t: ra_util.c" "$mm/Makefile"
+	add_after_last '^\$\(OUTPUT\)/.*: LDLIBS \+= -lcap$' \
+		"\$(OUTPUT)/$t: LDLIBS += -lcap" "$mm/Makefile"
+done
+
+# 7.x: one ksft_<category>.sh wrapper per category in TEST_PROGS.
+if grep -q '^TEST_PROGS += ksft_' "$mm/Makefile"; then
+	if [ ! -f "$mm/ksft_readahead.sh" ]; then
+		printf '%s\n' '#!/bin/sh -e' '# SPDX-License-Identifier: GPL-2.0' '' \
+			'./run_vmtests.sh -t readahead' > "$mm/ksft_readahead.sh"
+	fi
+	chmod 0755 "$mm/ksft_readahead.sh"
+	add_sorted TEST_PROGS ksft_readahead.sh "$mm/Makefile"
+fi
+
+# 6.x: binaries listed one by one; 7.x ignores all but sources ("*").
+if [ -f "$mm/.gitignore" ] && ! grep -qx '\*' "$mm/.gitignore"; then
+	for t in $tests; do
+		grep -qx "$t" "$mm/.gitignore" || echo "$t" >> "$mm/.gitignore"
+	done
+fi
 
 while read -r line; do
 	grep -qx "$line" "$mm/config" || echo "$line" >> "$mm/config"
 done < "$top/config"
 
-if ! grep -q 'CATEGORY="readahead"' "$mm/run_vmtests.sh"; then
-	usage=$(sed -n '/^# usage:/,/^#$/p' "$top/run_vmtests-snippet.sh" |
-		sed -n 's/^#\([-	]\)/\1/p')
-	tmp=$(mktemp)
-	# usage(): after the last category, i.e. before the "example:" line
-	awk -v usage="$usage" -v snippet="$top/run_vmtests-snippet.sh" '
-		/^example: / && !u { print usage; print ""; u = 1 }
-		/^echo "SUMMARY:/ && !r {
-			while ((getline l < snippet) > 0)
-				if (l ~ /^CATEGORY=/) print l
-			print ""; r = 1 }
-		{ print }' "$mm/run_vmtests.sh" > "$tmp"
-	cat "$tmp" > "$mm/run_vmtests.sh"
-	rm -f "$tmp"
+# run_vmtests.sh: the category in usage() (after the last one, before the
+# "example:" line) and its run_test lines (before the summary).
+if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
+	awk '/^$/ && !u { held++; next }
+		/^example: / && !u {
+			print "- readahead"
+			print "\tmmap readahead: major faults of patterned reads of cold files"
+			u = 1 }
+		{ for (; held; held--) print ""; print }' \
+		"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 fi
-echo "installed $(echo $tests | wc -w) readahead tests into $mm"
+for t in $tests; do
+	line="CATEGORY=\"readahead\" run_test ./$t"
+	if grep -q '^CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
+		add_after_last '^CATEGORY="readahead" run_test' "$line" \
+			"$mm/run_vmtests.sh"
+	else
+		LINE=$line awk '/^echo "SUMMARY:/ && !r {
+				print ENVIRON["LINE"]; print ""; r = 1 }
+			{ print }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
+	fi
+done
+echo "installed $(echo "$tests" | wc -w) readahead tests into $mm"
