@@ -13,6 +13,8 @@
 #                        run them in QEMU on another kernel
 #   make validate        the kill matrix: every test on every kernel and
 #                        emulated change, against verdicts/expected.tsv
+#   make bench [KERNELS="host 6.18 7.3 ..."]
+#                        fio workloads per kernel: bench/RESULTS.md
 #
 # The kselftest headers, mm's vm_util.[ch] and the uapi headers come from,
 # in order: KSFT_DIR=<tree>/tools/testing/selftests; the kernel tree this
@@ -137,7 +139,8 @@ run_tests: all
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev libnuma-dev \
-	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash
+	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
+	fio gnuplot-nox
 
 deps:
 	apt-get update -q
@@ -159,5 +162,6 @@ clean:
 
 -include $(TOP)/vm/vm.mk
 -include $(TOP)/vm/history.mk
+-include $(TOP)/bench/bench.mk
 
 .PHONY: all run_tests checkpatch install-in-tree clean deps check validate

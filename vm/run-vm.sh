@@ -52,6 +52,7 @@ accel=auto
 pvh=auto
 verbose=0
 envs=()
+programs=()
 
 usage() {
 	cat <<EOF
@@ -73,7 +74,11 @@ usage: $prog --kernel <bzImage|vmlinuz> [options]
   --runner FILE|none   script that runs the suite in the guest (default:
                        run-suite.sh of the build directory, else
                        scripts/run-suite.sh of the repository); "none" runs
-                       every executable of the build directory in turn
+                       every executable of the build directory in turn;
+                       with a runner FILE the build directory may hold no
+                       test binaries (e.g. job files for a program below)
+  --program NAME       also copy this host program and its shared libraries
+                       into the guest's PATH (repeatable)
   --env NAME=VALUE     export a variable to the suite (repeatable)
   --log FILE           where to write the guest console log (always written
                        when given; on failure a temporary file otherwise)
@@ -147,6 +152,7 @@ while [ $# -gt 0 ]; do
 	--build) need_arg "$1" $#; build=$2; shift 2 ;;
 	--runner) need_arg "$1" $#; runner=$2; shift 2 ;;
 	--env) need_arg "$1" $#; envs+=("$2"); shift 2 ;;
+	--program) need_arg "$1" $#; programs+=("$2"); shift 2 ;;
 	--log) need_arg "$1" $#; log=$2; shift 2 ;;
 	--accel) need_arg "$1" $#; accel=$2; shift 2 ;;
 	--pvh) need_arg "$1" $#; pvh=$2; shift 2 ;;
@@ -468,6 +474,9 @@ done
 # dash is /bin/sh, as on Debian: busybox's own sh runs its applets in
 # preference to the programs in PATH (e.g. its losetup, which lacks --show).
 add_program dash optional
+for p in ${programs[@]+"${programs[@]}"}; do
+	add_program "$p" required
+done
 [ ! -e "$root/usr/bin/dash" ] || ln -s dash "$root/usr/bin/sh"
 
 # Busybox provides every other command.  Its applet links are
@@ -495,7 +504,9 @@ while IFS= read -r -d '' f; do
 		need_bash=1
 	fi
 done < <(find "$root/suite" -type f -perm /111 -print0)
-[ "$ntests" -gt 0 ] || usage_error "no test binaries in '$build' (build the suite first)"
+if [ "$ntests" = 0 ] && { [ -z "$runner" ] || [ "$runner" = none ]; }; then
+	usage_error "no test binaries in '$build' (build the suite first)"
+fi
 
 # The runner: --runner, else run-suite.sh from the build directory, else
 # scripts/run-suite.sh of the repository.  Without one, the init runs every
