@@ -133,6 +133,7 @@ set ylabel 'MiB read from the device'
 set title 'fio mmap workloads: MiB read from the loop device (log scale)'
 {plot(0)}
 set ylabel 'major faults'
+set yrange [0.5:*]
 set title 'major faults (fio majf, log scale)'
 {plot(1)}
 unset multiplot
