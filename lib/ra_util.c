@@ -571,6 +571,54 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	return 0;
 }
 
+/* MemAvailable from /proc/meminfo in bytes, or 0 when it cannot be read. */
+static size_t mem_available(void)
+{
+	unsigned long kb = 0;
+	char line[128];
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (size_t)kb * 1024;
+}
+
+/**
+ * ra_need_memory() - skip unless the machine has the memory a test needs
+ * @fs: filesystem, set up; @fs->why gets the reason on skip
+ * @bytes: most memory the test holds at once, in bytes: the page cache
+ *	its walks keep (ra_walk_bytes()) plus what else it keeps cached or
+ *	allocates, computed from its own sizes
+ *
+ * Call after ra_fs_setup(), so that the filesystem image (on tmpfs) is
+ * already out of MemAvailable. With less MemAvailable than @bytes, the
+ * test's own page cache forces direct reclaim, under which readahead's
+ * folio allocations (__GFP_NORETRY) fail and reads are cut short: major
+ * faults that no readahead bug caused, hence a skip and not a verdict.
+ * Prints the need and MemAvailable.
+ *
+ * Return: 0 when MemAvailable is at least @bytes; KSFT_SKIP with @fs->why
+ * set when it is lower or /proc/meminfo has no MemAvailable.
+ */
+int ra_need_memory(struct ra_fs *fs, size_t bytes)
+{
+	size_t avail = mem_available();
+
+	ksft_print_msg("memory: this test needs %zu MiB, MemAvailable %zu MiB\n",
+		       bytes >> 20, avail >> 20);
+	if (avail >= bytes)
+		return 0;
+	snprintf(fs->why, sizeof(fs->why),
+		 "MemAvailable %zu MiB is below the %zu MiB this test needs",
+		 avail >> 20, bytes >> 20);
+	return KSFT_SKIP;
+}
+
 /**
  * ra_report() - print a measured figure next to its bound
  * @fs: filesystem the figure was measured on
@@ -647,6 +695,87 @@ long ra_limit(long bound)
 }
 
 /**
+ * ra_uncache() - unmap part of a file mapping and drop it from the page cache
+ * @addr: page-aligned start of the range, in a mapping of a file
+ * @len: length of the range in bytes
+ *
+ * Zaps the range with MADV_DONTNEED, then drops the file pages it mapped
+ * with POSIX_FADV_DONTNEED, which leaves pages mapped elsewhere alone.
+ * The file and offset come from /proc/self/maps, and the file is opened
+ * anew: the caller's struct file, and the readahead state in it
+ * (file->f_ra, mmap_miss), stay as they are. A test calls this only for
+ * pages it has passed and will not touch again, so that its page cache
+ * stays bounded whatever the size of the file: on a small machine, page
+ * cache left behind forces direct reclaim, under which readahead's folio
+ * allocations (__GFP_NORETRY) fail and reads are cut short, which shows
+ * up as major faults no readahead bug caused.
+ *
+ * Return: 0 on success, -1 on error (errno set).
+ */
+int ra_uncache(const void *addr, size_t len)
+{
+	unsigned long lo = (unsigned long)addr, hi = lo + len;
+	char line[3 * RA_PATH_LEN];
+	int ret = 0, err;
+	FILE *maps;
+
+	if (madvise((void *)addr, len, MADV_DONTNEED))
+		return -1;
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return -1;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long start, end, off, ino, from, to;
+		struct stat st;
+		int fd, pos = 0;
+		char *path;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %lu %n", &start, &end,
+			   &off, &ino, &pos) != 4 || !pos || line[pos] != '/')
+			continue;	/* anonymous or special */
+		if (end <= lo || start >= hi)
+			continue;
+		path = line + pos;
+		path[strcspn(path, "\n")] = '\0';
+		from = start > lo ? start : lo;
+		to = end < hi ? end : hi;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -1;
+			continue;
+		}
+		err = fstat(fd, &st) ? errno : st.st_ino == ino ? 0 : ESTALE;
+		if (!err)
+			err = posix_fadvise(fd, off + (from - start), to - from,
+					    POSIX_FADV_DONTNEED);
+		close(fd);
+		if (err) {
+			errno = err;
+			ret = -1;
+		}
+	}
+	fclose(maps);
+	return ret;
+}
+
+/**
+ * ra_walk_bytes() - most page cache a walk of a file mapping keeps
+ * @ra_kb: read_ahead_kb of the walk, in KiB
+ *
+ * ra_walk_pages() keeps at most the 32 MiB it passed last (it drops what
+ * lies further behind), and readahead keeps at most two windows ahead of
+ * it: the one being read and the async one started at its PG_readahead
+ * marker.
+ *
+ * Return: that amount in bytes; a test adds what else it keeps cached or
+ * allocates, and asks for the sum with ra_need_memory().
+ */
+size_t ra_walk_bytes(unsigned long ra_kb)
+{
+	return 2 * RA_WALK_ZAP + 2 * ra_kb * 1024;
+}
+
+/**
  * ra_walk_pages() - read one byte of each page, counting major faults
  * @addr: page-aligned start of a mapping
  * @npages: number of pages to touch
@@ -655,10 +784,13 @@ long ra_limit(long bound)
  * @walk: result: faults taken, pages touched, whether it stopped early
  *
  * The counter is read every 16 pages, so an early stop happens at most 16
- * pages after the limit is passed. Pages more than 16 MiB behind the walk
- * are zapped with MADV_DONTNEED to keep the RSS small; they stay in the
- * page cache, and lie far outside the fault-around and readahead windows
- * of the pages still to come.
+ * pages after the limit is passed. Every 16 MiB, the 16 MiB that lie 16
+ * to 32 MiB behind the walk are unmapped and dropped from the page cache
+ * (ra_uncache()), so that neither the RSS nor the page cache of a walk
+ * grows with its length (ra_walk_bytes()). Readahead and fault-around
+ * only ever look at and read pages ahead of the walk, within a window of
+ * at most read_ahead_kb: what is dropped lies behind it and is never
+ * touched again.
  */
 void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 		   long limit, struct ra_walk *walk)
@@ -675,8 +807,7 @@ void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 			size_t first = backwards ? npages - (i + 1 - zap) :
 					i + 1 - 2 * zap;
 
-			madvise((void *)(addr + first * ps), zap * ps,
-				MADV_DONTNEED);
+			ra_uncache(addr + first * ps, zap * ps);
 		}
 		if ((i + 1) % RA_WALK_CHECK == 0 &&
 		    ra_majflt() - start > limit) {

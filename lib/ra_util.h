@@ -93,6 +93,9 @@ long ra_majflt(void);
 long ra_limit(long bound);
 void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 		   long limit, struct ra_walk *walk);
+int ra_uncache(const void *addr, size_t len);
+size_t ra_walk_bytes(unsigned long ra_kb);
+int ra_need_memory(struct ra_fs *fs, size_t bytes);
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
 void ra_report(const struct ra_fs *fs, const char *what, long measured,

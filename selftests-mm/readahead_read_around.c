@@ -121,6 +121,9 @@ FIXTURE_SETUP(read_around)
 	self->windows = REGION_SIZE / (variant->ra_kb * 1024);
 	self->bound = self->windows / 10;
 
+	ret = ra_need_memory(&self->fs, ra_walk_bytes(variant->ra_kb));
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	ret = ra_file_prepare(&self->fs, self->size, variant->ra_kb, &self->fd);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
