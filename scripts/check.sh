@@ -4,8 +4,9 @@
 # The project's own tests: build (gcc and clang, -Werror), checkpatch,
 # the suite on the running kernel against the expected-verdicts table,
 # leftovers after normal and killed runs, bad input and non-root runs, the
-# in-tree install, the validation kernel's patches and config, and the
-# kill matrix in QEMU. Needs root. Ends with "N passed, N failed".
+# in-tree install, the validation kernel's patches and config, the suite
+# on Debian's 6.12, 6.18 and 7.3 kernels in QEMU, and the kill matrix in
+# QEMU. Needs root. Ends with "N passed, N failed".
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -159,6 +160,33 @@ if validation/build-kernel.sh --check-config > "$work/config.log" 2>&1; then
 	pass "validation kernel config has every needed option"
 else
 	fail "validation kernel config"; tail -5 "$work/config.log"
+fi
+
+# Real kernels: the suite in QEMU on Debian's newest 6.12, 6.18 and 7.3
+# cloud kernels (fetched once into the cache), each against its
+# debian-<series> column. RA_CHECK_DEBIAN=0 leaves it out.
+if [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
+	for s in 6.12 6.18 7.3; do
+		start=$(date +%s)
+		if ! vm/debian-kernel.sh "$s" > "$work/kernel-$s" 2> "$work/kernel-$s.err"; then
+			fail "Debian $s kernel: $(tail -n 1 "$work/kernel-$s.err")"
+			continue
+		fi
+		kernel=$(sed -n 's/^KERNEL=//p' "$work/kernel-$s")
+		modules=$(sed -n 's/^MODULES=//p' "$work/kernel-$s")
+		vm/run-vm.sh --kernel "$kernel" --modules "$modules" --build build \
+			> "$work/debian-$s.tap" 2> "$work/debian-$s.err"
+		rc=$?
+		if [ $rc -le 1 ] &&
+		   scripts/check-verdicts.sh "debian-$s" "$work/debian-$s.tap" > "$work/debian-$s.check"; then
+			pass "suite on Debian ${modules##*/} in QEMU matches column debian-$s ($(( $(date +%s) - start )) s)"
+		elif [ $rc -le 1 ]; then
+			fail "suite on Debian ${modules##*/} in QEMU differs from column debian-$s"
+			cat "$work/debian-$s.check"
+		else
+			fail "suite on Debian $s in QEMU: $(tail -n 1 "$work/debian-$s.err")"
+		fi
+	done
 fi
 
 # The kill matrix: builds (or reuses) the validation kernel, then runs the
