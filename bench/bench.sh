@@ -86,7 +86,7 @@ validation_name() {
 
 # Run the bench on one kernel, output on stdout; status as run-vm.sh's.
 run_one() {
-	local k=$1 kernel= modules= out name
+	local k=$1 kernel='' modules='' out name
 	local -a vm_env=()
 
 	[ -z "$only" ] || vm_env=(--env "BENCH_ONLY=$only")

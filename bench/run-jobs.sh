@@ -53,6 +53,8 @@ done
 for tool in fio losetup mkfs.ext4 mkfs.xfs xfs_io; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
+# fio keeps its job state in System V shared memory.
+[ -d /proc/sysvipc ] || die "kernel without System V IPC (CONFIG_SYSVIPC), which fio needs"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")
 dev=
@@ -72,11 +74,11 @@ teardown() {
 
 # shellcheck disable=SC2317 # called from the trap
 cleanup() {
-	local i
+	local _
 
 	teardown || true
 	# The loop device lets go of its file a moment after losetup -d.
-	for i in 1 2 3 4 5 6 7 8 9 10; do
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		umount "$work/img" 2>/dev/null && break
 		sleep 0.5
 	done
