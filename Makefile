@@ -13,6 +13,8 @@
 #                        run them in QEMU on another kernel
 #   make validate        the kill matrix: every test on every kernel and
 #                        emulated change, against verdicts/expected.tsv
+#   make intree-test     a fresh 7.3 tree's CI run of the tests, in QEMU
+#   make series          the patch series for 7.3, checked
 #   make bench [KERNELS="host 6.18 7.3 ..."]
 #                        fio workloads per kernel: bench/RESULTS.md
 #
@@ -138,7 +140,7 @@ run_tests: all
 	$(OUTPUT)/run-suite.sh
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
-	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev libnuma-dev \
+	xfsprogs xz-utils bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
 	fio gnuplot-nox
 
@@ -163,5 +165,6 @@ clean:
 -include $(TOP)/vm/vm.mk
 -include $(TOP)/vm/history.mk
 -include $(TOP)/bench/bench.mk
+-include $(TOP)/scripts/intree.mk
 
 .PHONY: all run_tests checkpatch install-in-tree clean deps check validate
