@@ -12,7 +12,8 @@
 #   make vm-test KERNEL=<image> [MODULES=...] [MEM=2G] [CMDLINE=...]
 #                        run them in QEMU on another kernel
 #   make validate        the kill matrix: every test on every kernel and
-#                        emulated change, against verdicts/expected.tsv
+#                        validation configuration (linux-source-7.3 with
+#                        validation/patches), against verdicts/expected.tsv
 #   make intree-test     a fresh 7.3 tree's CI run of the tests, in QEMU
 #   make series          the patch series for 7.3, checked
 #   make bench [KERNELS="host 6.18 7.3 ..."]
@@ -133,7 +134,7 @@ CHECKPATCH ?= $(firstword $(wildcard $(KSFT_DIR)/../../../scripts/checkpatch.pl)
 
 checkpatch: $(CHECKPATCH)
 	perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
-		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch] $(TOP)/validation/repro/*.c
+		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch]
 	@echo "checkpatch: clean"
 
 run_tests: all
