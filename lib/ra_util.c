@@ -819,3 +819,45 @@ void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 	walk->touched = i;
 	walk->majflt = ra_majflt() - start;
 }
+
+/**
+ * ra_shuffle() - a fixed pseudo-random order of 0 .. @n - 1
+ * @order: receives the @n indices
+ * @n: number of indices
+ * @seed: seed of the sequence; the same seed gives the same order
+ *
+ * Random access patterns of the tests come from here, so that every run
+ * on every kernel faults the same pages in the same order.
+ */
+void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed)
+{
+	unsigned int i, j, t;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n; i > 1; i--) {
+		seed = seed * 1103515245 + 12345;
+		j = (seed >> 8) % i;
+		t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+}
+
+/**
+ * ra_isqrt() - integer square root
+ * @n: the number
+ *
+ * Bounds that must lie as far from a healthy figure as from a broken one
+ * are their geometric mean, sqrt(healthy * broken).
+ *
+ * Return: the largest r with r * r <= @n.
+ */
+unsigned long ra_isqrt(unsigned long n)
+{
+	unsigned long r = 0;
+
+	while ((r + 1) * (r + 1) <= n)
+		r++;
+	return r;
+}

@@ -30,8 +30,22 @@
  *           (6.1) drop mmap_lock for each async readahead and retry the
  *           fault, and a retried fault counts as major: one per ra window,
  *           256 at read_ahead_kb 512, still 10x under the 4 KiB bound.
+ *
+ * gup_after_random: the same random phase, then the kernel reads the
+ * in-order region through the mapping: it is written with O_DIRECT, 1 MiB
+ * at a time, to another file, so get_user_pages faults each page in. A
+ * GUP fault holds mmap_lock, not a per-VMA lock, drops it for each async
+ * readahead and retries, and a retried fault counts as major. The window
+ * is widened to read_ahead_kb 16384 after the random phase
+ * (POSIX_FADV_NORMAL copies the disk's new ra_pages into the struct file
+ * and leaves mmap_miss alone), so that one retry per window stays far
+ * under the bound on 64 KiB folios.
+ *   Bound: folios / 12, as above.
+ *   healthy: about one per ra window: 8 windows, 9 to 10 measured.
+ *   broken: one per folio, as above.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -45,10 +59,14 @@
 #define SEQ_SIZE	(128UL << 20)
 #define RA_KB		512UL
 #define THREADS		4
+#define GUP_RA_KB	16384UL
+#define GUP_CHUNK	(1024 * 1024UL)
 #define SUSPECT \
 	"suspected: mmap_miss stuck above MMAP_LOTSAMISS, read-around and async readahead never restart (sticky mmap_miss)"
 #define FMT_SEQ \
 	"%ld major faults after %zu of %lu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
+#define FMT_GUP \
+	"%ld major faults after %zu of %lu MiB, bound %ld, ra_pages %lu, folio %lu bytes; "
 #define FMT_THREADS \
 	"%ld major faults, bound %ld, ra_pages %lu, folio %lu bytes; "
 
@@ -194,6 +212,63 @@ TEST_F_TIMEOUT(sticky_miss, threads_after_random, 180)
 		  total, self->bound);
 	EXPECT_LE(total, self->bound)
 		TH_LOG(FMT_THREADS SUSPECT, total, self->bound, ra_pages(&self->fs),
+		       ra_folio_size(&self->fs));
+}
+
+/*
+ * A file on the test filesystem that O_DIRECT writes can go to, already
+ * unlinked: nothing is left behind. Returns the descriptor or -1.
+ */
+static int direct_sink(const struct ra_fs *fs)
+{
+	char path[2 * RA_PATH_LEN];
+	int fd, sink;
+
+	snprintf(path, sizeof(path), "%s/ra-sink.XXXXXX", fs->dir);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	sink = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	unlink(path);
+	close(fd);
+	return sink;
+}
+
+TEST_F_TIMEOUT(sticky_miss, gup_after_random, 180)
+{
+	size_t chunk = GUP_CHUNK, done;
+	long start, majflt = 0;
+	int sink;
+
+	sink = direct_sink(&self->fs);
+	if (sink < 0)
+		SKIP(return, "no O_DIRECT file on %s: %s", self->fs.dir,
+		     strerror(errno));
+	random_phase(_metadata, self->map, self->spacing);
+	ASSERT_EQ(0, ra_set_read_ahead_kb(&self->fs, GUP_RA_KB))
+		TH_LOG("%s", self->fs.why);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_NORMAL));
+
+	/* Each chunk overwrites the first MiB of the sink. */
+	start = ra_majflt();
+	for (done = 0; done < SEQ_SIZE && majflt <= ra_limit(self->bound);
+	     done += chunk) {
+		char *from = self->map + self->seq_off + done;
+
+		ASSERT_EQ((ssize_t)chunk, pwrite(sink, from, chunk, 0))
+			TH_LOG("O_DIRECT write from the mapping: %s",
+			       strerror(errno));
+		/* Unmapped and dropped: the page cache stays small. */
+		ra_uncache(from, chunk);
+		majflt = ra_majflt() - start;
+	}
+	close(sink);
+
+	ra_report(&self->fs, "in-order O_DIRECT write from the mapping after random faults",
+		  majflt, self->bound);
+	EXPECT_LE(majflt, self->bound)
+		TH_LOG(FMT_GUP SUSPECT, majflt, done >> 20, SEQ_SIZE >> 20,
+		       self->bound, ra_pages(&self->fs),
 		       ra_folio_size(&self->fs));
 }
 

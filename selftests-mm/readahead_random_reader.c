@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Random readers: once a file has missed more than MMAP_LOTSAMISS times,
+ * a random fault must read only the folio it needs, not a read-around
+ * window of ra_pages.
+ *
+ * do_sync_mmap_readahead() adds one to file->f_ra.mmap_miss per page
+ * cache miss; above MMAP_LOTSAMISS (100) it skips read-around and reads
+ * the faulting folio only. That gate fails open in known ways: counting
+ * every neighbour that fault-around maps as a hit (up to 6.18) or counting
+ * FAULT_FLAG_TRIED retries as hits keeps the counter near zero; a kernel
+ * without the gate reads around on every miss; a readahead restart that
+ * marks a second folio after any cached page lets short runs of adjacent
+ * pages take the counter back under the limit, and each time it is
+ * there the next random miss reads a whole window again.
+ *
+ * Each pattern runs on a fresh open of a cold sparse file: 110 single
+ * page misses (warm-up, at read_ahead_kb 128 so that they cost little),
+ * then the window is set to read_ahead_kb 128 or 8192 (POSIX_FADV_NORMAL
+ * copies the disk's ra_pages into the struct file and leaves mmap_miss
+ * alone) and the pattern is measured:
+ *
+ *   warm-up slots (2 MiB)       measured slots (4 windows), shuffled
+ *   |--x--|--x--| ... |--x--|   |-----xxxx-----|-----xxxx-----| ...
+ *                                 one run in the middle of each of 200
+ *   runs: a single page; 2 or 4 adjacent pages; 4 accesses each on the
+ *         folio after a cached one, every third folio cached (cached
+ *         through another struct file with POSIX_FADV_RANDOM)
+ *   strides: 50 ascending accesses at each of 1021, 1024, 2053 and 4099
+ *         pages (a run is one access)
+ *
+ * Measured: pages brought into the page cache per run (cachestat(), or
+ * mincore() where the headers lack it), counted slot by slot, or behind
+ * a stride walk, and dropped with POSIX_FADV_DONTNEED once counted, so
+ * that the page cache never holds more than a few windows of the file.
+ *
+ * Bound per run: sqrt(healthy * ra_pages), the geometric mean of the two
+ * outcomes the mechanism allows:
+ *   healthy: the folios the run touches (1 page; 2 and 4 for runs; one
+ *            folio of 4 or 16 pages on 16 KiB and 64 KiB folios; 4
+ *            folios for the accesses after cached folios). Measured on
+ *            7.2 and 7.3: exactly that.
+ *   broken:  one read-around of ra_pages per run, 32 or 2048 pages
+ *            (measured on 6.12 and 6.18: 2048 per run at 8192, 1021 to
+ *            1540 per stride access, where every other access lands in
+ *            the previous read-around).
+ * A pattern is judged where ra_pages hold at least 16 healthy runs (4x
+ * or more on each side): at 8192 everything (bounds 45 to 362, 5.7x to
+ * 45x from both sides); at 128 only single pages, runs of 2 and strides
+ * on 4 KiB folios (bounds 5 and 8, 4x to 6x). The other combinations
+ * print that they are not measured: there one read-around is no more
+ * than 8 times what a healthy kernel reads.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/mman.h>
+
+#include "kselftest_harness.h"
+#include "vm_util.h"
+#include "ra_util.h"
+
+#define WARMUP		(RA_MMAP_LOTSAMISS + 10)
+#define RUNS		200
+#define WARM_KB		128UL
+#define BIG_KB		8192UL
+#define SLOT_WINDOWS	4
+#define STRIDE_ACCESSES	50
+#define CACHED_EVERY	3	/* after_cached: every third folio cached */
+#define CACHED_RUN	4	/* after_cached: accesses per slot */
+#define FOLIO_ALIGN	(2UL << 20)	/* no page cache folio here is larger */
+#define FMT_PASS \
+	"%s, read_ahead_kb %lu: %ld pages for %ld runs (%ld.%02ld each)%s, bound %lu (healthy %lu); warm-up %ld major faults\n"
+#define FMT_FAIL \
+	"%s: %ld pages for %ld runs, bound %lu per run, ra_pages %lu, folio %lu bytes; "
+#define FMT_NOT_JUDGED \
+	"%s, read_ahead_kb %lu: not measured, ra_pages %lu hold fewer than 16 runs of %lu pages\n"
+#define SUSPECT \
+	"suspected: random faults past MMAP_LOTSAMISS still read around (mmap_miss back at or under the limit, or no mmap_miss gate)"
+
+enum pattern { SINGLE, RUNS_OF_2, RUNS_OF_4, AFTER_CACHED, STRIDES, NR_PATTERNS };
+
+static const char * const pattern_name[NR_PATTERNS] = {
+	"random single pages", "random runs of 2 pages",
+	"random runs of 4 pages", "accesses just after a cached folio",
+	"strides of 1021, 1024, 2053, 4099 pages",
+};
+
+static const unsigned long strides[] = { 1021, 1024, 2053, 4099 };
+
+/* What one test works on: its filesystem, file and current mapping. */
+struct reader {
+	struct ra_fs fs;
+	int fd;
+	int fd_precache;
+	char *map;
+	size_t size;
+	size_t slot;		/* bytes per measured slot */
+	size_t runs_off;	/* file offset of the measured slots */
+	size_t strides_off;	/* file offset of the stride walks */
+};
+
+FIXTURE(random_reader) {
+	struct reader r;
+};
+
+FIXTURE_VARIANT(random_reader) {
+	const struct ra_fs_kind *fs;
+};
+
+FIXTURE_VARIANT_ADD(random_reader, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(random_reader, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(random_reader, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(random_reader, xfs_64k) { .fs = &ra_xfs_64k };
+
+FIXTURE_SETUP(random_reader)
+{
+	int ret;
+
+	self->r.fd = -1;
+	self->r.fd_precache = -1;
+	ret = ra_fs_setup(&self->r.fs, variant->fs);
+	if (!ra_ready(_metadata, ret, &self->r.fs))
+		return;
+	/* Every slot is dropped after its run: one slot and two windows. */
+	ret = ra_need_memory(&self->r.fs,
+			     (SLOT_WINDOWS + 2) * BIG_KB * 1024);
+	if (!ra_ready(_metadata, ret, &self->r.fs))
+		return;
+}
+
+static void unmap_and_close(struct reader *r)
+{
+	if (r->map && r->map != MAP_FAILED)
+		munmap(r->map, r->size);
+	r->map = NULL;
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->fd_precache >= 0)
+		close(r->fd_precache);
+	r->fd = -1;
+	r->fd_precache = -1;
+}
+
+FIXTURE_TEARDOWN(random_reader)
+{
+	unmap_and_close(&self->r);
+	ra_fs_teardown(&self->r.fs);
+}
+
+/*
+ * Pages of [@off, @off + @len) of the file in the page cache: cachestat()
+ * where the kernel and its headers have it, else mincore() over the same
+ * range of the mapping @map (which reports page cache residency whether
+ * or not a page is mapped).
+ */
+static long cached_pages(int fd, const char *map, size_t off, size_t len)
+{
+#ifdef __NR_cachestat
+	struct cachestat_range range = { off, len };
+	struct cachestat cs;
+
+	if (!syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return cs.nr_cache;
+#else
+	(void)fd;
+#endif
+	return ra_resident_pages(map + off, len);
+}
+
+/* Unmap [@off, @off + @len) and drop it from the page cache. */
+static void drop_range(int fd, char *map, size_t off, size_t len)
+{
+	madvise(map + off, len, MADV_DONTNEED);
+	posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
+}
+
+static unsigned int next_rand(unsigned int *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return *seed >> 8;
+}
+
+/* A random folio-aligned offset in the middle half of [@base, +@len). */
+static size_t slot_target(size_t base, size_t len, size_t folio,
+			  unsigned int *seed)
+{
+	return base + len / 4 + next_rand(seed) % (len / 2 / folio) * folio;
+}
+
+struct figure {
+	long warm_majflt;	/* major faults of the warm-up */
+	long pages;		/* pages brought in by the measured runs */
+	long runs;		/* measured runs done */
+	bool stopped;		/* stopped early: bound exceeded */
+};
+
+/*
+ * Open the file at read_ahead_kb 128, drop it from the page cache and
+ * fault WARMUP single pages, each in the middle of its own 2 MiB slot of
+ * the warm-up region, in shuffled order, dropping each slot after its
+ * fault. Then widen the window to @ra_kb: POSIX_FADV_NORMAL copies the
+ * disk's ra_pages into this struct file and leaves mmap_miss alone. The
+ * warm-up thus costs 110 reads of 32 pages, not of @ra_kb.
+ */
+static void warm_up(struct __test_metadata *_metadata,
+		    struct reader *r, unsigned long ra_kb,
+		    struct figure *fig)
+{
+	unsigned int order[WARMUP], seed = 4242, i;
+	size_t folio = ra_folio_size(&r->fs);
+	long start;
+
+	ASSERT_EQ(0, ra_set_read_ahead_kb(&r->fs, WARM_KB))
+		TH_LOG("%s", r->fs.why);
+	r->fd = open(r->fs.file, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, r->fd);
+	ASSERT_EQ(0, posix_fadvise(r->fd, 0, 0, POSIX_FADV_DONTNEED));
+	/* Another struct file that reads exactly the folio asked for. */
+	r->fd_precache = open(r->fs.file, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, r->fd_precache);
+	ASSERT_EQ(0, posix_fadvise(r->fd_precache, 0, 0,
+				   POSIX_FADV_RANDOM));
+	r->map = mmap(NULL, r->size, PROT_READ, MAP_SHARED, r->fd, 0);
+	ASSERT_NE(MAP_FAILED, r->map);
+
+	ra_shuffle(order, WARMUP, seed);
+	start = ra_majflt();
+	for (i = 0; i < WARMUP; i++) {
+		size_t base = order[i] * FOLIO_ALIGN;
+		size_t off = slot_target(base, FOLIO_ALIGN, folio, &seed);
+
+		FORCE_READ(r->map[off]);
+		drop_range(r->fd, r->map, base, FOLIO_ALIGN);
+	}
+	fig->warm_majflt = ra_majflt() - start;
+	ASSERT_GT(fig->warm_majflt, RA_MMAP_LOTSAMISS)
+		TH_LOG("warm-up faults were not page cache misses: the test proves nothing");
+
+	if (ra_kb == WARM_KB)
+		return;
+	ASSERT_EQ(0, ra_set_read_ahead_kb(&r->fs, ra_kb))
+		TH_LOG("%s", r->fs.why);
+	ASSERT_EQ(0, posix_fadvise(r->fd, 0, 0, POSIX_FADV_NORMAL));
+}
+
+/*
+ * One run per measured slot, slots in shuffled order; each slot is
+ * counted before and after its run, then dropped. Stops once more than
+ * @limit pages came in.
+ */
+static void measure_runs(struct __test_metadata *_metadata,
+			 struct reader *r, enum pattern pat,
+			 long limit, struct figure *fig)
+{
+	size_t ps = r->fs.page_size, folio = ra_folio_size(&r->fs);
+	unsigned int order[RUNS], seed = 777, i, j;
+	char c;
+
+	ra_shuffle(order, RUNS, seed);
+	for (i = 0; i < RUNS && fig->pages <= limit; i++) {
+		size_t base = r->runs_off + order[i] * r->slot;
+		size_t off = slot_target(base, r->slot, folio, &seed);
+		long before, after;
+
+		if (pat == AFTER_CACHED)
+			for (j = 0; j < CACHED_RUN; j++)
+				ASSERT_EQ(1, pread(r->fd_precache, &c, 1,
+						   off + j * CACHED_EVERY * folio));
+		before = cached_pages(r->fd, r->map, base, r->slot);
+		ASSERT_LE(0, before);
+		if (pat == AFTER_CACHED) {
+			for (j = 0; j < CACHED_RUN; j++)
+				FORCE_READ(r->map[off + folio +
+						  j * CACHED_EVERY * folio]);
+		} else {
+			unsigned int run = pat == SINGLE ? 1 :
+					   pat == RUNS_OF_2 ? 2 : 4;
+
+			for (j = 0; j < run; j++)
+				FORCE_READ(r->map[off + j * ps]);
+		}
+		fig->runs++;
+		after = cached_pages(r->fd, r->map, base, r->slot);
+		ASSERT_LE(0, after);
+		fig->pages += after - before;
+		drop_range(r->fd, r->map, base, r->slot);
+	}
+	fig->stopped = i < RUNS;
+}
+
+/*
+ * Ascending accesses at each stride. Nothing more than a window behind
+ * the walk can still change: it is counted and dropped as the walk goes.
+ */
+static void measure_strides(struct __test_metadata *_metadata,
+			    struct reader *r, long limit,
+			    struct figure *fig)
+{
+	size_t ps = r->fs.page_size, counted, off, end;
+	size_t window = ra_pages(&r->fs) * ps;
+	unsigned int s, i = 0;
+	long n;
+
+	off = r->strides_off;
+	for (s = 0; s < ARRAY_SIZE(strides) && fig->pages <= limit; s++) {
+		counted = off;
+		for (i = 0; i < STRIDE_ACCESSES && fig->pages <= limit; i++) {
+			size_t at = off + window + i * strides[s] * ps;
+			size_t behind = (at - window) & ~(FOLIO_ALIGN - 1);
+
+			FORCE_READ(r->map[at]);
+			fig->runs++;
+			if (behind <= counted)
+				continue;
+			n = cached_pages(r->fd, r->map, counted,
+					 behind - counted);
+			ASSERT_LE(0, n);
+			fig->pages += n;
+			drop_range(r->fd, r->map, counted,
+				   behind - counted);
+			counted = behind;
+		}
+		end = off + STRIDE_ACCESSES * strides[s] * ps + 2 * window;
+		end = (end + FOLIO_ALIGN - 1) & ~(FOLIO_ALIGN - 1);
+		n = cached_pages(r->fd, r->map, counted, end - counted);
+		ASSERT_LE(0, n);
+		fig->pages += n;
+		drop_range(r->fd, r->map, counted, end - counted);
+		off = end;
+	}
+	fig->stopped = s < ARRAY_SIZE(strides) || i < STRIDE_ACCESSES;
+}
+
+/*
+ * Pages a healthy kernel reads for one run of @pat: the folios the run
+ * touches, in pages. Runs start on a folio boundary.
+ */
+static unsigned long run_pages(enum pattern pat, unsigned long folio_pages)
+{
+	switch (pat) {
+	case RUNS_OF_2:
+		return folio_pages > 2 ? folio_pages : 2;
+	case RUNS_OF_4:
+		return folio_pages > 4 ? folio_pages : 4;
+	case AFTER_CACHED:
+		return CACHED_RUN * folio_pages;
+	default:
+		return folio_pages;
+	}
+}
+
+/*
+ * Measure @pat at @ra_kb on a fresh open of the file after a warm-up.
+ * Return: true when the figure is within the bound, or not judged.
+ */
+static bool one_pass(struct __test_metadata *_metadata, struct reader *r,
+		     enum pattern pat, unsigned long ra_kb)
+{
+	unsigned long folio_pages = ra_folio_size(&r->fs) / r->fs.page_size;
+	unsigned long healthy = run_pages(pat, folio_pages), bound, planned;
+	struct figure fig = { 0 };
+	bool ok;
+
+	/* Below 16 healthy runs a window, the two outcomes are too close. */
+	if (ra_kb * 1024 / r->fs.page_size < 16 * healthy) {
+		ksft_print_msg(FMT_NOT_JUDGED, pattern_name[pat], ra_kb,
+			       ra_kb * 1024 / r->fs.page_size, healthy);
+		return true;
+	}
+	warm_up(_metadata, r, ra_kb, &fig);
+	bound = ra_isqrt(healthy * ra_pages(&r->fs));
+	planned = pat == STRIDES ? STRIDE_ACCESSES * ARRAY_SIZE(strides) : RUNS;
+	r->slot = SLOT_WINDOWS * ra_kb * 1024;
+	if (r->slot < FOLIO_ALIGN)
+		r->slot = FOLIO_ALIGN;
+
+	if (pat == STRIDES)
+		measure_strides(_metadata, r, ra_limit(bound * planned), &fig);
+	else
+		measure_runs(_metadata, r, pat, ra_limit(bound * planned),
+			     &fig);
+	unmap_and_close(r);
+
+	ok = fig.pages <= (long)(bound * fig.runs);
+	ksft_print_msg(FMT_PASS, pattern_name[pat], ra_kb, fig.pages, fig.runs,
+		       fig.pages / fig.runs, fig.pages * 100 / fig.runs % 100,
+		       fig.stopped ? ", stopped early" : "", bound, healthy,
+		       fig.warm_majflt);
+	if (!ok)
+		ksft_print_msg(FMT_FAIL SUSPECT "\n", pattern_name[pat],
+			       fig.pages, fig.runs, bound, ra_pages(&r->fs),
+			       ra_folio_size(&r->fs));
+	return ok;
+}
+
+TEST_F_TIMEOUT(random_reader, access_patterns, 300)
+{
+	struct reader *r = &self->r;
+	size_t ps = r->fs.page_size, strides_len = 0;
+	unsigned long kbs[] = { WARM_KB, BIG_KB };
+	unsigned int s, k;
+	int fd, ret, pat, failed = 0;
+
+	/*
+	 * Layout: the warm-up slots (2 MiB each), the measured slots (4
+	 * windows at 8192 KiB each), the stride walks.
+	 */
+	for (s = 0; s < ARRAY_SIZE(strides); s++)
+		strides_len += STRIDE_ACCESSES * strides[s] * ps +
+			       2 * BIG_KB * 1024 + FOLIO_ALIGN;
+	r->runs_off = WARMUP * FOLIO_ALIGN;
+	r->strides_off = r->runs_off + RUNS * SLOT_WINDOWS * BIG_KB * 1024;
+	r->size = r->strides_off + strides_len;
+	ret = ra_file_prepare(&r->fs, r->size, WARM_KB, &fd);
+	if (!ra_ready(_metadata, ret, &r->fs))
+		return;
+	close(fd);
+
+	for (k = 0; k < ARRAY_SIZE(kbs); k++)
+		for (pat = 0; pat < NR_PATTERNS; pat++)
+			if (!one_pass(_metadata, r, pat, kbs[k]))
+				failed++;
+	EXPECT_EQ(0, failed);
+}
+
+TEST_HARNESS_MAIN
