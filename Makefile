@@ -12,7 +12,10 @@
 #   make vm-test KERNEL=<image> [MODULES=...] [MEM=2G] [CMDLINE=...]
 #                        run them in QEMU on another kernel
 #   make validate        the kill matrix: every test on every kernel and
-#                        emulated change, against verdicts/expected.tsv
+#                        validation configuration (linux-source-7.3 with
+#                        validation/patches), against verdicts/expected.tsv
+#   make intree-test     a fresh 7.3 tree's CI run of the tests, in QEMU
+#   make series          the patch series for 7.3, checked
 #   make bench [KERNELS="host 6.18 7.3 ..."]
 #                        fio workloads per kernel: bench/RESULTS.md
 #
@@ -131,14 +134,14 @@ CHECKPATCH ?= $(firstword $(wildcard $(KSFT_DIR)/../../../scripts/checkpatch.pl)
 
 checkpatch: $(CHECKPATCH)
 	perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
-		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch] $(TOP)/validation/repro/*.c
+		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch]
 	@echo "checkpatch: clean"
 
 run_tests: all
 	$(OUTPUT)/run-suite.sh
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
-	xfsprogs linux-source-6.12 xz-utils bc bison flex libelf-dev libnuma-dev \
+	xfsprogs xz-utils bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
 	fio gnuplot-nox
 
@@ -163,5 +166,6 @@ clean:
 -include $(TOP)/vm/vm.mk
 -include $(TOP)/vm/history.mk
 -include $(TOP)/bench/bench.mk
+-include $(TOP)/scripts/intree.mk
 
 .PHONY: all run_tests checkpatch install-in-tree clean deps check validate

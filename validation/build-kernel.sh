@@ -1,261 +1,298 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the readahead validation kernel: Debian's linux-source-6.12
-# (6.12.117) with the patch series in validation/patches applied, as a
-# minimal built-in-only x86_64 kernel.
+# Build the readahead validation kernels: Debian's linux-source-7.3 as a
+# minimal built-in-only x86_64 kernel (tinyconfig + kernel.config), once
+# pristine and once per configuration of validation/configurations with
+# that configuration's patches applied.
 #
-# Usage: build-kernel.sh [--check-config | --check-patches | --help]
+# Usage: build-kernel.sh [COLUMN...]      build (or reuse) each named
+#                                         configuration, all by default;
+#                                         prints "COLUMN<tab>bzImage" lines
+#        build-kernel.sh --list           the configuration names
+#        build-kernel.sh --check-patches  every configuration's patches
+#                                         apply to pristine 7.3, no fuzz
+#        build-kernel.sh --check-config   every kernel.config option is in
+#                                         the configured .config
+#        build-kernel.sh --help
 #
-#   (no option)      extract (once), apply the series, configure, build;
-#                    prints the path of bzImage on stdout
-#   --check-config   configure only, then verify that every option of
-#                    kernel.config made it into .config; fails listing
-#                    the missing ones
-#   --check-patches  verify that the series applies without fuzz to a
-#                    fresh extract of the source (nothing is kept)
+# One source tree, one object tree. A configuration is built by applying
+# its patches to the tree, an incremental make, saving the bzImage under a
+# key made of kernel.config and the patches' contents, and reversing the
+# patches. A configuration whose key already has an image is not built.
 #
 # Environment:
-#   RA_KERNEL_CACHE    cache dir (default /var/cache/readahead-selftests/kernel)
-#   RA_KERNEL_TARBALL  source tarball (default /usr/src/linux-source-6.12.tar.xz)
-#   RA_KERNEL_JOBS     make -j value (default: number of CPUs + 1)
+#   RA_VALIDATION_CACHE  cache directory
+#                        (default /var/cache/readahead-selftests/validation-7.3)
+#   RA_KERNEL_JOBS       make -j value (default 3), run under nice -n 10
 #
-# Layout of the cache dir:
-#   pristine/  the untouched extract, never modified after extraction
-#   src/       the patched source tree, hard-linked to pristine/ except
-#              for patched files; only files whose content changes are
-#              replaced, so make rebuilds only what a patch edit touched
-#   obj/       the O= build directory (.config, objects, bzImage)
-#   touched    files the currently applied series changes
+# Cache layout:
+#   src/       linux-source-7.3, pristine while no build runs
+#   obj/       the O= build directory (.config, objects)
+#   applied/   copies of the patches applied to src/ right now, so that
+#              an interrupted build can be reversed by the next run
+#   images/<key>/bzImage, images/<key>/patches
+#   build.log  the last make's output
+#
+# Exit status: 0; 1 when a patch does not apply or a build fails; 2 on
+# usage errors; 3 when the source cannot be fetched or extracted (one
+# line on stderr naming the step).
 
 set -euo pipefail
 
+prog=${0##*/}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
 patchdir=$here/patches
+configs=$here/configurations
 fragment=$here/kernel.config
-cache=${RA_KERNEL_CACHE:-/var/cache/readahead-selftests/kernel}
-tarball=${RA_KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
-topdir=linux-source-6.12
-jobs=${RA_KERNEL_JOBS:-$(($(nproc) + 1))}
+series=7.3
+cache=${RA_VALIDATION_CACHE:-/var/cache/readahead-selftests/validation-$series}
+jobs=${RA_KERNEL_JOBS:-3}
+src=$cache/src
+obj=$cache/obj
 
-log() { echo "build-kernel: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+log() { echo "$prog: $*" >&2; }
+die() { log "$*"; exit 1; }
+infra() { log "$*"; exit 3; }
 
-series_patches() {
-	local p
+usage() {
+	sed -n '4,/^$/s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
 
-	[ -f "$patchdir/series" ] || return 0
-	# quilt syntax: one patch per line, '#' comments, optional -pN
-	sed -e 's/#.*//' -e 's/[[:space:]]\+-p[0-9]*//' "$patchdir/series" |
-	while read -r p; do
-		[ -n "$p" ] || continue
-		[ -f "$patchdir/$p" ] || die "series lists missing patch $p"
+# "name<tab>patch patch ..." for every configuration line.
+read_configs() {
+	[ -f "$configs" ] || die "no $configs"
+	sed -e 's/#.*//' "$configs" | awk -F: -v f="$configs" '
+		NF == 0 || $0 ~ /^[[:space:]]*$/ { next }
+		NF != 2 || $1 !~ /^[A-Za-z0-9._+-]+$/ {
+			printf "bad line in %s: %s\n", f, $0 > "/dev/stderr"; exit 1 }
+		{ gsub(/^[[:space:]]+|[[:space:]]+$/, "", $2); gsub(/[[:space:]]+/, " ", $2)
+		  print $1 "\t" $2 }'
+}
+
+# Patches of one configuration, as paths; fails on unknown names.
+config_patches() {
+	local line p
+
+	line=$(read_configs | awk -F '\t' -v c="$1" '$1 == c { print $2; found = 1 }
+		END { exit !found }') || die "no configuration '$1' in $configs"
+	for p in $line; do
+		[ -f "$patchdir/$p" ] || die "configuration $1 lists missing patch $p"
 		echo "$patchdir/$p"
 	done
 }
 
-check_series() {
+# Image key: the config fragment and the patches, in order.
+image_key() {
 	local p
 
-	[ -f "$patchdir/series" ] || return 0
-	for p in $(sed -e 's/#.*//' -e 's/[[:space:]]\+-p[0-9]*//' "$patchdir/series"); do
-		[ -f "$patchdir/$p" ] || die "series lists missing patch $p"
-	done
+	{
+		echo "linux-source-$series"
+		cat "$fragment"
+		for p; do
+			echo "== ${p##*/}"
+			cat "$p"
+		done
+	} | sha256sum | cut -c1-16
 }
 
-# Paths (relative to the tree top) that a -p1 patch modifies or creates
+# Files (relative to the tree top) that -p1 patches touch.
 patch_files() {
-	awk '
-	/^--- / { old = $2; next }
-	/^\+\+\+ / {
-		f = $2
-		if (f == "/dev/null")
-			f = old
-		sub(/^[^\/]*\//, "", f)
-		print f
-	}' "$@" | sort -u
+	awk '/^--- / { old = $2; next }
+	     /^\+\+\+ / { f = ($2 == "/dev/null") ? old : $2
+			 sub(/^[^\/]*\//, "", f); print f }' "$@" | sort -u
 }
 
-extract_pristine() {
-	[ -f "$cache/pristine/.extract-done" ] && return 0
-	[ -f "$tarball" ] || die "no source tarball at $tarball"
-	log "extracting $tarball into $cache/pristine"
-	rm -rf "$cache/pristine"
-	mkdir -p "$cache/pristine"
-	tar -C "$cache/pristine" --strip-components=1 -xf "$tarball"
-	touch "$cache/pristine/.extract-done"
+extract_tree() {
+	local tarball tmp
+
+	[ -f "$src/.extracted" ] && return 0
+	tarball=$("$top/vm/debian-apt.sh" source "$series") ||
+		infra "cannot fetch linux-source-$series (vm/debian-apt.sh source $series)"
+	log "extracting $tarball"
+	rm -rf "$src" "$cache"/src.tmp.* "$cache/applied" "$obj"
+	tmp=$(mktemp -d "$cache/src.tmp.XXXXXX")
+	tar -C "$tmp" --strip-components=1 -xf "$tarball" ||
+		{ rm -rf "$tmp"; infra "cannot extract $tarball"; }
+	touch "$tmp/.extracted"
+	mv "$tmp" "$src"
 }
 
-# Apply the series to copies of only the files it touches; "$1" is the
-# staging dir, which receives the patched files.
-apply_series_to() {
-	local stage=$1 from=$2 f p
-	shift 2
+# Reverse what an earlier (interrupted) run left applied; a tree that
+# cannot be put back is extracted again.
+restore_tree() {
+	local p
 
-	for f in "$@"; do
-		if [ -e "$from/$f" ]; then
-			mkdir -p "$stage/$(dirname "$f")"
-			cp -p "$from/$f" "$stage/$f"
-		fi
-	done
+	[ -f "$cache/applied/series" ] || return 0
 	while read -r p; do
-		[ -n "$p" ] || continue
-		if ! (cd "$stage" && patch -p1 -F0 --batch --forward -s \
-				--no-backup-if-mismatch -r - <"$p" >&2); then
-			die "$(basename "$p") does not apply cleanly"
+		if ! patch -d "$src" -p1 -R -F0 --batch -s --no-backup-if-mismatch \
+			-r - < "$cache/applied/$p" >&2; then
+			log "cannot reverse $p: extracting the tree again"
+			rm -f "$src/.extracted"
+			extract_tree
+			return 0
 		fi
-	done < <(series_patches)
+	done < <(tac "$cache/applied/series")
+	rm -rf "$cache/applied"
 }
 
-sync_src() {
-	local stage files=() old=() f changed=0
+apply_patches() {
+	local p n=0
 
-	extract_pristine
-	if [ ! -f "$cache/src/.copy-done" ]; then
-		log "creating build source tree $cache/src"
-		rm -rf "$cache/src" "$cache/touched"
-		# Hard links: cheap, and safe because files of src/ are only
-		# ever replaced (rm + cp below), never written in place, and
-		# an O= build does not write into its source tree.
-		cp -al "$cache/pristine" "$cache/src"
-		rm -f "$cache/src/.extract-done"
-		touch "$cache/src/.copy-done"
-	fi
-
-	mapfile -t files < <(series_patches | xargs -r cat | patch_files /dev/stdin)
-	[ -f "$cache/touched" ] && mapfile -t old <"$cache/touched"
-
-	stage=$(mktemp -d "$cache/stage.XXXXXX")
-	trap 'rm -rf "$stage"' EXIT
-	apply_series_to "$stage" "$cache/pristine" "${files[@]}"
-
-	# Every file the old or the new series touches: bring src in line
-	# with pristine+series, rewriting a file only if its content differs.
-	for f in $(printf '%s\n' "${files[@]}" "${old[@]}" | sort -u); do
-		if [ -e "$stage/$f" ]; then
-			if ! cmp -s "$stage/$f" "$cache/src/$f"; then
-				mkdir -p "$cache/src/$(dirname "$f")"
-				rm -f "$cache/src/$f"
-				cp "$stage/$f" "$cache/src/$f"
-				log "updated $f"
-				changed=1
-			fi
-		elif [ -e "$cache/pristine/$f" ]; then
-			if ! cmp -s "$cache/pristine/$f" "$cache/src/$f"; then
-				rm -f "$cache/src/$f"
-				cp "$cache/pristine/$f" "$cache/src/$f"
-				log "restored $f"
-				changed=1
-			fi
-		elif [ -e "$cache/src/$f" ]; then
-			rm -f "$cache/src/$f"
-			log "removed $f"
-			changed=1
+	rm -rf "$cache/applied"
+	mkdir -p "$cache/applied"
+	for p; do
+		cp "$p" "$cache/applied/"
+		if ! patch -d "$src" -p1 -F0 --batch -s --no-backup-if-mismatch \
+			-r - < "$p" >&2; then
+			head -n "$n" "$cache/applied/series" > "$cache/applied/series.new" || true
+			mv "$cache/applied/series.new" "$cache/applied/series"
+			restore_tree
+			die "${p##*/} does not apply to linux-source-$series"
 		fi
+		echo "${p##*/}" >> "$cache/applied/series"
+		n=$((n + 1))
 	done
-	printf '%s\n' "${files[@]}" >"$cache/touched"
-	rm -rf "$stage"
-	trap - EXIT
-	[ $changed = 1 ] || log "source tree already matches the series"
 }
 
 configure() {
-	local obj=$cache/obj want
+	local want
 
-	mkdir -p "$obj"
-	want=$( (cat "$fragment"; md5sum "$cache/src/Makefile") | md5sum)
-	if [ -f "$obj/.config" ] && [ -f "$obj/.fragment-sum" ] &&
-	   [ "$(cat "$obj/.fragment-sum")" = "$want" ]; then
+	want=$( (cat "$fragment"; md5sum < "$src/Makefile") | md5sum)
+	if [ -f "$obj/.config" ] && [ "$(cat "$obj/.fragment-sum" 2>/dev/null)" = "$want" ]; then
 		return 0
 	fi
-	log "configuring: tinyconfig + $(basename "$fragment")"
-	make -s -C "$cache/src" O="$obj" ARCH=x86_64 tinyconfig >&2
-	if ! (cd "$obj" && "$cache/src/scripts/kconfig/merge_config.sh" -m \
-		.config "$fragment" >merge_config.log 2>&1); then
-		cat "$obj/merge_config.log" >&2
-		die "merge_config.sh failed"
-	fi
-	make -s -C "$cache/src" O="$obj" ARCH=x86_64 olddefconfig >&2
-	echo "$want" >"$obj/.fragment-sum"
+	log "configuring: tinyconfig + ${fragment##*/}"
+	mkdir -p "$obj"
+	make -s -C "$src" O="$obj" ARCH=x86_64 tinyconfig >&2 ||
+		infra "make tinyconfig failed in $src"
+	(cd "$obj" && "$src/scripts/kconfig/merge_config.sh" -m .config "$fragment" \
+		> merge_config.log 2>&1) || infra "merge_config.sh failed (see $obj/merge_config.log)"
+	make -s -C "$src" O="$obj" ARCH=x86_64 olddefconfig >&2 ||
+		infra "make olddefconfig failed in $obj"
+	echo "$want" > "$obj/.fragment-sum"
 }
 
-# Every "CONFIG_X=v" and "# CONFIG_X is not set" of the fragment must
-# appear verbatim in .config.
+# Every "CONFIG_X=v" and "# CONFIG_X is not set" of the fragment must be
+# in .config verbatim.
 check_config() {
-	local cfg=$cache/obj/.config line missing=()
+	local line missing=()
 
-	[ -f "$cfg" ] || die "no $cfg"
 	while IFS= read -r line; do
 		case $line in
-		CONFIG_*=*|"# CONFIG_"*" is not set") ;;
+		CONFIG_*=* | "# CONFIG_"*" is not set") ;;
 		*) continue ;;
 		esac
-		grep -qxF -- "$line" "$cfg" || missing+=("$line")
-	done <"$fragment"
+		grep -qxF -- "$line" "$obj/.config" || missing+=("$line")
+	done < "$fragment"
 	if [ ${#missing[@]} -gt 0 ]; then
-		log "options missing from $cfg:"
+		log "options of ${fragment##*/} missing from $obj/.config:"
 		printf '  %s\n' "${missing[@]}" >&2
 		return 1
 	fi
-	log "all $(grep -c '^\(CONFIG_\|# CONFIG_\)' "$fragment") options of $(basename "$fragment") are in $cfg"
+	log "all $(grep -c '^CONFIG_\|^# CONFIG_' "$fragment") options of ${fragment##*/} are in .config"
 }
 
-check_patches() {
-	local tmp files=() n
+# Build one configuration unless its image exists; prints its line.
+build_one() {
+	local col=$1 key img start rc=0
+	local -a patches
 
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	mapfile -t files < <(series_patches | xargs -r cat | patch_files /dev/stdin)
-	n=$(series_patches | wc -l)
-	[ "$n" -gt 0 ] || die "empty series"
-	mkdir -p "$tmp/fresh" "$tmp/stage"
-	if [ -f "$tarball" ]; then
-		# Only the files the series needs are extracted
-		tar -C "$tmp/fresh" --strip-components=1 -xf "$tarball" \
-			--wildcards --no-wildcards-match-slash \
-			$(printf "$topdir/%s " "${files[@]}") 2>/dev/null || true
-	elif [ -d "/srv/ref/$topdir" ]; then
-		for f in "${files[@]}"; do
-			[ -e "/srv/ref/$topdir/$f" ] || continue
-			mkdir -p "$tmp/fresh/$(dirname "$f")"
-			cp "/srv/ref/$topdir/$f" "$tmp/fresh/$f"
-		done
-	else
-		die "no source tarball at $tarball"
+	mapfile -t patches < <(config_patches "$col")
+	key=$(image_key ${patches[@]+"${patches[@]}"})
+	img=$cache/images/$key
+	if [ ! -f "$img/bzImage" ]; then
+		extract_tree
+		restore_tree
+		configure
+		apply_patches ${patches[@]+"${patches[@]}"}
+		log "$col: make -j$jobs bzImage (${#patches[@]} patches)"
+		start=$(date +%s)
+		nice -n 10 make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage \
+			> "$cache/build.log" 2>&1 || rc=$?
+		if [ "$rc" = 0 ]; then
+			mkdir -p "$cache/images"
+			rm -rf "$img.tmp"
+			mkdir "$img.tmp"
+			cp "$obj/arch/x86/boot/bzImage" "$img.tmp/"
+			printf '%s\n' ${patches[@]+"${patches[@]##*/}"} > "$img.tmp/patches"
+			mv "$img.tmp" "$img"
+		fi
+		restore_tree
+		if [ "$rc" != 0 ]; then
+			grep -E 'error|Error' "$cache/build.log" | head -n 5 >&2 || true
+			die "$col: kernel build failed (log: $cache/build.log)"
+		fi
+		log "$col: built in $(($(date +%s) - start)) s"
 	fi
-	apply_series_to "$tmp/stage" "$tmp/fresh" "${files[@]}"
-	log "all $n patches apply cleanly (no fuzz) to $(basename "$tarball")"
-	rm -rf "$tmp"
-	trap - EXIT
+	printf '%s\t%s\n' "$col" "$img/bzImage"
 }
 
-check_series
+# Each configuration's patches, in order, onto copies of the files they
+# touch in the pristine tree.
+check_patches() {
+	local col tmp f n=0
+	local -a patches
+
+	extract_tree
+	restore_tree
+	for col in $(read_configs | cut -f1); do
+		mapfile -t patches < <(config_patches "$col")
+		[ ${#patches[@]} -gt 0 ] || continue
+		tmp=$(mktemp -d)
+		for f in $(patch_files "${patches[@]}"); do
+			[ -e "$src/$f" ] || continue
+			mkdir -p "$tmp/$(dirname "$f")"
+			cp "$src/$f" "$tmp/$f"
+		done
+		for f in "${patches[@]}"; do
+			if ! patch -d "$tmp" -p1 -F0 --batch -s --no-backup-if-mismatch \
+				-r - < "$f" >&2; then
+				rm -rf "$tmp"
+				die "$col: ${f##*/} does not apply cleanly"
+			fi
+		done
+		rm -rf "$tmp"
+		n=$((n + 1))
+	done
+	log "the patches of all $n patched configurations apply to linux-source-$series"
+}
+
+case ${1:-} in
+-h | --help) usage ;;
+--list)
+	read_configs | cut -f1
+	exit 0
+	;;
+esac
+
+mkdir -p "$cache" || infra "cannot create $cache"
+exec 9> "$cache/.lock"
+flock 9
 
 case ${1:-} in
 --check-patches)
 	check_patches
 	;;
 --check-config)
-	mkdir -p "$cache"
-	sync_src
+	extract_tree
+	restore_tree
 	configure
 	check_config
 	;;
-"")
-	mkdir -p "$cache"
-	start=$(date +%s)
-	sync_src
-	configure
-	check_config
-	log "make -j$jobs bzImage"
-	make -s -C "$cache/src" O="$cache/obj" ARCH=x86_64 -j"$jobs" bzImage >&2
-	log "built in $(($(date +%s) - start)) s"
-	echo "$cache/obj/arch/x86/boot/bzImage"
-	;;
--h|--help)
-	sed -n '3,/^$/s/^# \{0,1\}//p' "$0"
+-*)
+	usage
 	;;
 *)
-	die "unknown option $1 (try --help)"
+	cols=("$@")
+	[ $# -gt 0 ] || mapfile -t cols < <(read_configs | cut -f1)
+	for col in "${cols[@]}"; do
+		config_patches "$col" > /dev/null
+	done
+	for col in "${cols[@]}"; do
+		build_one "$col"
+	done
 	;;
 esac

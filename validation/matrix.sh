@@ -6,16 +6,24 @@
 #
 #   validation/matrix.sh [--only COLUMN,...] [--full] [--results FILE]
 #
-# Configurations (table columns):
-#   6.18 (or the running kernel's release)  the suite on this machine
-#   debian-6.1, debian-6.12                 Debian's cloud kernels in QEMU
-#   emu-*                                   the validation kernel in QEMU,
-#                                           booted with readahead_emulate=
+# Columns:
+#   6.18 (the running kernel's series)  the suite on this machine
+#   debian-<series>                     Debian's cloud kernel in QEMU
+#                                       (vm/debian-kernel.sh <series>)
+#   v7.3...                             linux-source-7.3 built by
+#                                       validation/build-kernel.sh, with
+#                                       the patches that
+#                                       validation/configurations lists
+# Default: this machine, debian-6.1, debian-6.12 and every configuration.
+#
 # --full runs with READAHEAD_FULL_RUN=1: no walk stops at its bound, so a
 # failing cell shows the whole figure (slower on broken configurations).
-# Prints a table of tests x configurations (expected/seen verdict and the
-# measured figure against its bound), writes it as Markdown to --results,
-# and exits 1 if any cell differs from the expected table.
+# Prints a table of tests x columns (expected/seen verdict, and the
+# measured figure against its bound). --results FILE puts the table into
+# FILE between the lines "<!-- matrix begin -->" and "<!-- matrix end -->"
+# ("full" instead of "matrix" with --full), keeping the rest of FILE.
+# Exit status: 0 when every cell is as expected, 1 otherwise, 2 on usage
+# errors, 3 when a kernel cannot be built, fetched or booted.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,67 +32,79 @@ table=$top/verdicts/expected.tsv
 results=
 only=
 full=()
+mark=matrix
 
-declare -A switches=(
-	[emu-plain]=""
-	[emu-hit]="hit_at_fault"
-	[emu-hit+v1]="hit_at_fault,restart_v1"
-	[emu-hit+v2]="hit_at_fault,restart_v2"
-	[emu-clamp]="vma_clamp"
-	[emu-hit+desc]="hit_at_fault,descending"
-	[emu-2win]="async_two_windows"
-	[emu-hit+exec]="hit_at_fault,exec_bypass"
-)
-host=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
-columns=("$host" debian-6.1 debian-6.12 emu-plain emu-hit emu-hit+v1
-	 emu-hit+v2 emu-clamp emu-hit+desc emu-2win emu-hit+exec)
+usage() {
+	echo "usage: $0 [--only COLUMN,...] [--full] [--results FILE]" >&2
+	exit 2
+}
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--only) only=$2; shift 2 ;;
-	--results) results=$2; shift 2 ;;
-	--full) full=(--env READAHEAD_FULL_RUN=1); shift ;;
-	*) echo "usage: $0 [--only COLUMN,...] [--full] [--results FILE]" >&2; exit 2 ;;
+	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
+	--results) [ $# -ge 2 ] || usage; results=$2; shift 2 ;;
+	--full) full=(--env READAHEAD_FULL_RUN=1); mark=full; shift ;;
+	*) usage ;;
 	esac
 done
+
+mapfile -t configs < <("$here/build-kernel.sh" --list)
+host=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 if [ -n "$only" ]; then
 	IFS=, read -r -a columns <<< "$only"
+else
+	columns=("$host" debian-6.1 debian-6.12 "${configs[@]}")
 fi
 
 out=$(mktemp -d /var/tmp/ra-matrix.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 make -s -C "$top" all > /dev/null
 
-kernel=
+# Build (or reuse) the kernels of the configuration columns, in one go.
+declare -A image=()
+wanted=()
 for col in "${columns[@]}"; do
-	case $col in
-	emu-*)
-		[ -n "${switches[$col]+x}" ] ||
-			{ echo "unknown configuration $col" >&2; exit 2; }
-		if [ -z "$kernel" ]; then
-			kernel=$("$here/build-kernel.sh" | tail -n 1)
-		fi
-		echo "== $col: readahead_emulate=${switches[$col]:-<none>}" >&2
-		"$top/vm/run-vm.sh" --kernel "$kernel" "${full[@]}" \
-			--cmdline "readahead_emulate=${switches[$col]:-none}" \
-			> "$out/$col.tap" 2>&1 || true
-		;;
-	debian-*)
+	case " ${configs[*]} " in *" $col "*) wanted+=("$col") ;; esac
+done
+if [ ${#wanted[@]} -gt 0 ]; then
+	rc=0
+	"$here/build-kernel.sh" "${wanted[@]}" > "$out/images" || rc=$?
+	[ "$rc" = 0 ] || exit "$rc"
+	while IFS=$'\t' read -r col path; do
+		image[$col]=$path
+	done < "$out/images"
+fi
+
+infra=0
+for col in "${columns[@]}"; do
+	rc=0
+	if [ -n "${image[$col]+x}" ]; then
+		patches=$(paste -sd ' ' "$(dirname "${image[$col]}")/patches")
+		echo "== $col: linux-source-7.3 ${patches:-(pristine)}" >&2
+		"$top/vm/run-vm.sh" --kernel "${image[$col]}" ${full[@]+"${full[@]}"} \
+			> "$out/$col.tap" 2> "$out/$col.err" || rc=$?
+	elif [[ $col == debian-* ]]; then
 		echo "== $col" >&2
-		# shellcheck disable=SC2046
-		"$top/vm/run-vm.sh" "${full[@]}" $("$top/vm/debian-kernel.sh" "${col#debian-}" |
-			sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') \
-			> "$out/$col.tap" 2>&1 || true
-		;;
-	*)
+		kargs=$("$top/vm/debian-kernel.sh" "${col#debian-}" |
+			sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') || exit 3
+		# shellcheck disable=SC2086 # two options and their paths
+		"$top/vm/run-vm.sh" ${full[@]+"${full[@]}"} $kargs \
+			> "$out/$col.tap" 2> "$out/$col.err" || rc=$?
+	elif [ "$col" = "$host" ]; then
 		echo "== $col: this machine" >&2
 		READAHEAD_FULL_RUN=${full:+1} make -s -C "$top" run_tests \
-			> "$out/$col.tap" 2>&1 || true
-		;;
-	esac
+			> "$out/$col.tap" 2> "$out/$col.err" || rc=$?
+	else
+		echo "unknown column $col (not this machine's $host, debian-*, or in validation/configurations)" >&2
+		exit 2
+	fi
+	if [ "$rc" = 3 ]; then
+		echo "$col: $(tail -n 1 "$out/$col.err")" >&2
+		infra=1
+	fi
 done
 
-# One row per test: for each configuration "expected/seen figure/bound".
+# One row per test: for each column "expected/seen figure/bound".
 # The figure is the last "N major faults, bound B" line of the test.
 bad=0
 {
@@ -107,43 +127,53 @@ bad=0
 				last = "" }' "$out/$col.tap"
 	done > "$out/seen.tsv"
 	awk -F '\t' -v cols="${columns[*]}" -v seenf="$out/seen.tsv" '
+		function row(t, known,    i, e, g, mark) {
+			printf "| %s |", t
+			for (i = 1; i <= nc; i++) {
+				e = (known && (c[i] in idx)) ? $(idx[c[i]]) : "-"
+				g = (((t, c[i]) in v)) ? v[t, c[i]] : "missing"
+				mark = (e == "-" || e == g) ? "" : " **DIFFERS**"
+				if (mark != "") bad++
+				printf " %s/%s %s%s |", e, g, fg[t, c[i]], mark }
+			printf "\n"; done[t] = 1 }
 		BEGIN { nc = split(cols, c, " ")
 			while ((getline l < seenf) > 0) {
-				split(l, s, "\t"); v[s[1], s[2]] = s[3]; fg[s[1], s[2]] = s[4] } }
+				split(l, s, "\t"); v[s[1], s[2]] = s[3]; fg[s[1], s[2]] = s[4]
+				if (!(s[1] in seen)) { seen[s[1]] = 1; order[++ns] = s[1] } } }
 		/^#/ { next }
 		$1 == "test" { for (i = 2; i <= NF; i++) idx[$i] = i; next }
-		{ printf "| %s |", $1
-		  for (i = 1; i <= nc; i++) {
-			e = (c[i] in idx) ? $(idx[c[i]]) : "-"
-			g = ((($1, c[i]) in v)) ? v[$1, c[i]] : "missing"
-			mark = (e == "-" || e == g) ? "" : " **DIFFERS**"
-			if (mark != "") bad++
-			printf " %s/%s %s%s |", e, g, fg[$1, c[i]], mark }
-		  printf "\n" }
-		END { exit bad ? 1 : 0 }' "$table" || bad=1
+		{ row($1, 1) }
+		# Tests the table does not list yet: shown, not judged.
+		END { for (i = 1; i <= ns; i++) if (!(order[i] in done)) row(order[i], 0)
+		      exit bad ? 1 : 0 }' "$table" || bad=1
 } > "$out/table.md"
 
 cat "$out/table.md"
 if [ -n "$results" ]; then
 	{
-		echo "# Kill matrix"
-		echo
-		echo "Generated by validation/matrix.sh on $(date -u +%Y-%m-%d)"
-		echo "from $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)."
-		echo "Validation kernel: linux-source-6.12 (6.12.117) plus validation/patches."
-		echo "Cells: expected/seen verdict, then figure/bound in major faults"
-		if [ ${#full[@]} -gt 0 ]; then
-			echo "(READAHEAD_FULL_RUN=1: whole figures, no early stop)."
-		else
-			echo "(a figure just above its bound is where the walk stopped early)."
-		fi
+		echo "<!-- $mark begin -->"
+		echo "Generated by \`validation/matrix.sh${full:+ --full}\` on $(date -u +%Y-%m-%d)" \
+			"from $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)."
 		echo
 		cat "$out/table.md"
-	} > "$results"
+		echo "<!-- $mark end -->"
+	} > "$out/block"
+	touch "$results"
+	if grep -q "^<!-- $mark begin -->" "$results"; then
+		awk -v m="$mark" -v blockf="$out/block" '
+			$0 == "<!-- " m " begin -->" {
+				while ((getline l < blockf) > 0) print l; skip = 1; next }
+			$0 == "<!-- " m " end -->" { skip = 0; next }
+			!skip' "$results" > "$out/results.new"
+	else
+		{ cat "$results"; echo; cat "$out/block"; } > "$out/results.new"
+	fi
+	cp "$out/results.new" "$results"
 fi
 for col in "${columns[@]}"; do
 	grep -q '^# guest kernel\|^TAP version' "$out/$col.tap" ||
-		{ echo "$col: no TAP (see below)"; tail -5 "$out/$col.tap"; bad=1; }
+		{ echo "$col: no TAP"; tail -n 3 "$out/$col.err"; bad=1; }
 done
+[ "$infra" = 0 ] || { echo "matrix: a kernel did not boot or could not be fetched"; exit 3; }
 [ "$bad" -eq 0 ] && echo "matrix: every cell as expected" || echo "matrix: cells differ"
 exit "$bad"
