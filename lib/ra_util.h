@@ -100,20 +100,9 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
 void ra_report(const struct ra_fs *fs, const char *what, long measured,
 	       long bound);
-void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
-unsigned long ra_isqrt(unsigned long n);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 	ra_xfs_64k;
-
-/**
- * ra_touch() - read one byte so that the compiler cannot drop the load
- * @p: byte to read
- */
-static inline void ra_touch(const char *p)
-{
-	asm volatile("" : : "r" (*p) : "memory");
-}
 
 #ifdef __KSELFTEST_HARNESS_H
 /**

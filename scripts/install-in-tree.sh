@@ -40,7 +40,7 @@ if [ -n "${RA_TESTS+set}" ]; then
 	# shellcheck disable=SC2086 # a list of names
 	tests=$(printf "%s\n" $RA_TESTS | LC_ALL=C sort)
 else
-	tests=$(cd "$top/selftests-mm" && ls -- *.c | sed 's/\.c$//' | LC_ALL=C sort)
+	tests=$(cd "$top/selftests-mm" && printf '%s\n' *.c | sed 's/\.c$//' | LC_ALL=C sort)
 fi
 for t in $tests; do
 	if [ ! -f "$top/selftests-mm/$t.c" ]; then
