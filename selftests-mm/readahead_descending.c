@@ -57,7 +57,6 @@
 #define SUSPECT_FWD \
 	"suspected: sequential readahead broken for a plain forward walk"
 
-#include <fcntl.h>
 FIXTURE(descending) {
 	struct ra_fs fs;
 	int fd;
@@ -78,6 +77,11 @@ FIXTURE_SETUP(descending)
 {
 	int ret = ra_fs_setup(&self->fs, variant->fs);
 
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	/* Walks at RA_KB; forced THP readahead keeps up to two PMDs ahead. */
+	ret = ra_need_memory(&self->fs, ra_walk_bytes(RA_KB) +
+			     2 * read_pmd_pagesize());
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 }
@@ -110,11 +114,6 @@ TEST_F_TIMEOUT(descending, madv_hugepage, 180)
 		SKIP(return, "PMD size %lu bytes: the walk would be too long", pmd);
 	if (ra_folio_size(&self->fs) > ps)
 		nr_pmd *= 2;
-	/* Walks at RA_KB; forced THP readahead keeps up to two PMDs ahead. */
-	ret = ra_need_memory(&self->fs, ra_walk_bytes(RA_KB) +
-			     2 * read_pmd_pagesize());
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
 	self->size = nr_pmd * pmd;
 	bound = 10 * nr_pmd;
 
