@@ -16,6 +16,9 @@
 #                        validation/patches), against verdicts/expected.tsv
 #   make intree-test     a fresh 7.3 tree's CI run of the tests, in QEMU
 #   make series          the patch series for 7.3, checked
+#   make stress [STRESS_HOST=100] [STRESS_VM=20]
+#                        repeated runs, under load and in QEMU: verdict
+#                        changes, wall times, leftovers
 #   make bench [KERNELS="host 6.18 7.3 ..."]
 #                        fio workloads per kernel: bench/RESULTS.md
 #
@@ -167,5 +170,6 @@ clean:
 -include $(TOP)/vm/history.mk
 -include $(TOP)/bench/bench.mk
 -include $(TOP)/scripts/intree.mk
+-include $(TOP)/scripts/stress.mk
 
 .PHONY: all run_tests checkpatch install-in-tree clean deps check validate

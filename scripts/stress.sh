@@ -1,0 +1,234 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the suite many times, under load and in QEMU, and report how often
+# each test's verdict changed (the flake rate), wall times and what was
+# left behind after each run.
+#
+#   scripts/stress.sh [--host N] [--vm M] [--kernels "6.18 7.3"]
+#                     [--mem SIZE] [--no-parallel] [--no-hog] [--no-smp]
+#                     [--report FILE]
+#
+#   --host N       N runs in a row on the running kernel (default 100)
+#   --vm M         M runs per kernel in QEMU (default 20; 0: none)
+#   --kernels LIST Debian series for vm/debian-kernel.sh (default "6.18 7.3")
+#   --mem SIZE     guest memory of the QEMU runs (default 512M: the
+#                  smallest machines the suite is meant for)
+#   --no-parallel  leave out the run of two suites at once on the host
+#   --no-hog       leave out the run beside a CPU hog on every core
+#   --no-smp       leave out the run in a 4-vCPU guest (last kernel)
+#   --report FILE  also write the report there (markdown)
+#
+# The suite is built once into a directory of its own, so that edits made
+# to the tree meanwhile change nothing. Each run's verdicts are compared
+# with the other runs of the same kind (host, each kernel) and with the
+# column of verdicts/expected.tsv for its kernel; leftovers are loop
+# devices and loop-backed mounts (counted in the guest for QEMU runs).
+# Needs root. Exit status: 0 when no verdict changed, none is off the
+# table and nothing was left behind; 1 otherwise; 2 on usage errors; 3
+# when a kernel cannot be fetched or does not boot.
+
+set -euo pipefail
+
+prog=${0##*/}
+top=$(cd "$(dirname "$0")/.." && pwd)
+host_runs=100
+vm_runs=20
+kernels="6.18 7.3"
+mem=512M
+parallel=1
+hog=1
+smp=1
+report=
+
+usage() {
+	sed -n '4,20s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+
+die() {
+	echo "$prog: $*" >&2
+	exit 3
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--host) [ $# -ge 2 ] || usage; host_runs=$2; shift 2 ;;
+	--vm) [ $# -ge 2 ] || usage; vm_runs=$2; shift 2 ;;
+	--kernels) [ $# -ge 2 ] || usage; kernels=$2; shift 2 ;;
+	--mem) [ $# -ge 2 ] || usage; mem=$2; shift 2 ;;
+	--no-parallel) parallel=0; shift ;;
+	--no-hog) hog=0; shift ;;
+	--no-smp) smp=0; shift ;;
+	--report) [ $# -ge 2 ] || usage; report=$2; shift 2 ;;
+	-h|--help) usage ;;
+	*) echo "$prog: unknown option '$1'" >&2; usage ;;
+	esac
+done
+[[ $host_runs =~ ^[0-9]+$ && $vm_runs =~ ^[0-9]+$ ]] || usage
+[ "$(id -u)" = 0 ] || { echo "$prog: needs root" >&2; exit 2; }
+
+work=$(mktemp -d /var/tmp/ra-stress.XXXXXX)
+hog_pids=()
+cleanup() {
+	local p
+
+	for p in ${hog_pids[@]+"${hog_pids[@]}"}; do
+		kill "$p" 2> /dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+make -s -C "$top" OUTPUT="$work/build" all > "$work/build.log" 2>&1 ||
+	{ tail -5 "$work/build.log" >&2; die "build failed"; }
+# The guest runner: the suite, then the leftovers it sees.
+cp "$work/build/run-suite.sh" "$work/build/suite.sh"
+cat > "$work/guest-runner.sh" << 'EOF'
+#!/bin/sh
+cd "$(dirname "$0")" || exit 1
+./suite.sh
+rc=$?
+echo "# leftovers: $(losetup -a | wc -l) loops, $(grep -c '^/dev/loop' /proc/mounts) loop mounts"
+exit $rc
+EOF
+
+leftovers() {
+	echo "$(losetup -a | wc -l) loops, $(grep -c '^/dev/loop' /proc/mounts) loop mounts"
+}
+
+# "test<TAB>verdict" lines of a TAP file, as scripts/check-verdicts.sh reads them.
+verdicts() {
+	sed -n -E 's/^(# )*(not ok|ok) [0-9]+ ([a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+)(.*)$/\3 \2\4/p' "$1" |
+		awk '{ print $1 "\t" (($2 == "not") ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok")) }'
+}
+
+# One line per run in $work/runs: kind, run, column, seconds, leftovers,
+# tests off the table; verdicts in $work/v.<kind>.<run>.
+record() {
+	local kind=$1 n=$2 column=$3 secs=$4 left=$5 tap=$6 off
+
+	verdicts "$tap" > "$work/v.$kind.$n"
+	off=$("$top/scripts/check-verdicts.sh" "$column" "$tap" 2> /dev/null |
+	      grep -c '^  \|^no column' || true)
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$n" "$column" "$secs" "$left" "$off" >> "$work/runs"
+	echo "$kind run $n: $(grep -c . "$work/v.$kind.$n") tests, ${secs} s, left: $left, off the table: $off" >&2
+}
+
+column=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
+before=$(leftovers)
+: > "$work/runs"
+
+host_run() {
+	local kind=$1 n=$2 start
+
+	start=$(date +%s)
+	"$work/build/run-suite.sh" > "$work/$kind.$n.tap" 2>&1 || true
+	echo $(( $(date +%s) - start )) > "$work/$kind.$n.secs"
+}
+
+# Wait up to 10 s for a killed test's namespace to go.
+settled() {
+	local i
+
+	for i in $(seq 50); do
+		[ "$(leftovers)" = "$before" ] && break
+		sleep 0.2
+	done
+	leftovers
+}
+
+for n in $(seq "$host_runs"); do
+	host_run host "$n"
+	record host "$n" "$column" "$(cat "$work/host.$n.secs")" "$(settled)" "$work/host.$n.tap"
+done
+
+if [ "$parallel" = 1 ]; then
+	host_run parallel 1 &
+	a=$!
+	host_run parallel 2 &
+	b=$!
+	wait "$a" "$b"
+	left=$(settled)
+	for n in 1 2; do
+		record parallel "$n" "$column" "$(cat "$work/parallel.$n.secs")" "$left" "$work/parallel.$n.tap"
+	done
+fi
+
+if [ "$hog" = 1 ]; then
+	for _ in $(seq "$(nproc)"); do
+		(while :; do :; done) &
+		hog_pids+=($!)
+	done
+	host_run hog 1
+	kill "${hog_pids[@]}" 2> /dev/null || true
+	wait "${hog_pids[@]}" 2> /dev/null || true
+	hog_pids=()
+	record hog 1 "$column" "$(cat "$work/hog.1.secs")" "$(settled)" "$work/hog.1.tap"
+fi
+
+vm_run() {
+	local kind=$1 n=$2 s=$3 cpus=$4 start rc tap=$work/$1.$2.tap
+
+	start=$(date +%s)
+	rc=0
+	"$top/vm/run-vm.sh" --kernel "$kernel" --modules "$modules" --mem "$mem" \
+		--smp "$cpus" --build "$work/build" --runner "$work/guest-runner.sh" \
+		> "$tap" 2> "$work/$kind.$n.err" || rc=$?
+	[ "$rc" -le 1 ] || die "QEMU run $n on Debian $s: $(tail -n 1 "$work/$kind.$n.err")"
+	record "$kind" "$n" "debian-$s" $(( $(date +%s) - start )) \
+		"$(sed -n 's/^# leftovers: //p' "$tap")" "$tap"
+}
+
+last=
+for s in $kernels; do
+	[ "$vm_runs" -gt 0 ] || [ "$smp" = 1 ] || break
+	vm/debian-kernel.sh "$s" > "$work/kernel" 2> "$work/kernel.err" ||
+		die "Debian $s kernel: $(tail -n 1 "$work/kernel.err")"
+	kernel=$(sed -n 's/^KERNEL=//p' "$work/kernel")
+	modules=$(sed -n 's/^MODULES=//p' "$work/kernel")
+	for n in $(seq "$vm_runs"); do
+		vm_run "vm-$s" "$n" "$s" 1
+	done
+	last=$s
+done
+if [ "$smp" = 1 ] && [ -n "$last" ]; then
+	vm_run "smp4-$last" 1 "$last" 4
+fi
+
+# The report: per kind of run, runs, wall times, leftovers, runs off the
+# table; then every test whose verdict was not the same in all runs of a
+# kind (host, parallel and hog runs count as one kind: the host kernel).
+summarize() {
+	echo "| runs | kind | wall time min / median / max (s) | left behind (worst) | runs off the table |"
+	echo "|---|---|---|---|---|"
+	awk -F '\t' '{ print $1 }' "$work/runs" | uniq | while read -r kind; do
+		awk -F '\t' -v k="$kind" '$1 == k' "$work/runs" > "$work/sel"
+		sort -n -t "$(printf '\t')" -k4,4 "$work/sel" | awk -F '\t' -v k="$kind" '
+			{ t[NR] = $4; if ($6 > 0) off++
+			  split($5, l, " "); if (l[1] + l[3] > worst) { worst = l[1] + l[3]; wl = $5 } }
+			END { printf "| %d | %s | %d / %d / %d | %s | %d |\n", NR, k, t[1],
+			      t[int((NR + 1) / 2)], t[NR], worst ? wl : "0 loops, 0 loop mounts", off }'
+	done
+	echo
+	for v in "$work"/v.*; do
+		kind=${v#"$work"/v.}
+		kind=${kind%.*}
+		case $kind in parallel|hog) kind=host ;; smp4-*) kind=vm-${kind#smp4-} ;; esac
+		sed "s/^/$kind\t/" "$v"
+	done | sort | uniq -c | awk '{ print $2 "\t" $3 "\t" $4 "\t" $1 }' > "$work/counts"
+	awk -F '\t' '{ n[$1 "\t" $2]++; s[$1 "\t" $2] = s[$1 "\t" $2] " " $3 " x" $4 }
+		END { for (k in n) if (n[k] > 1) print k "\t" s[k] }' "$work/counts" |
+		sort > "$work/flaky"
+	if [ -s "$work/flaky" ]; then
+		echo "Verdicts that changed (kind, test, verdicts and how often):"
+		echo
+		sed 's/\t/: /; s/\t/:/; s/^/- /' "$work/flaky"
+	else
+		echo "No verdict changed: every test gave the same verdict in every run of its kind."
+	fi
+}
+
+summarize | tee "$work/report.md"
+[ -z "$report" ] || cp "$work/report.md" "$report"
+[ ! -s "$work/flaky" ] && ! awk -F '\t' '$6 > 0 || $5 !~ /^0 loops, 0 loop mounts$/ && $5 != "'"$before"'" { bad = 1 } END { exit !bad }' "$work/runs"
