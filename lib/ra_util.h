@@ -100,6 +100,8 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
 void ra_report(const struct ra_fs *fs, const char *what, long measured,
 	       long bound);
+void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
+unsigned long ra_isqrt(unsigned long n);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 	ra_xfs_64k;

@@ -34,8 +34,30 @@
  *   forwards, same bound: 1 major fault (17, one a window, on kernels
  *   that count the retry after each async readahead as major, like 6.1).
  *   It tells a broken descending path from a broken test environment.
+ *
+ * pmd_hole: a fault on an uncached PMD-sized hole between two cached
+ *   ranges of a MADV_HUGEPAGE mapping is no descending step and must
+ *   still be read as one PMD folio and mapped by one PMD. A descending
+ *   rule that only looks at the folio above takes the hole for a
+ *   backward step, reads the PMD below together with it, finds the
+ *   lower range cached and falls back to small folios for all of it.
+ *
+ *     PMD  |    A    |    B    |    C    |
+ *          ........c c.........      c = one cached folio (read with
+ *                    ^ fault, middle of B    POSIX_FADV_RANDOM elsewhere)
+ *
+ *   100 holes, each in a mapping of its own, checked with smaps'
+ *   FilePmdMapped after the fault, then unmapped and dropped. A first
+ *   hole without cached neighbours must be PMD-mapped, or the kernel and
+ *   filesystem map no page cache folio with a PMD and the test skips.
+ *   The file is opened again every 50 holes: each hole is a miss that no
+ *   hit offsets where PMD mappings do not count as hits (7.2 on), and
+ *   past MMAP_LOTSAMISS misses on one struct file forced THP readahead
+ *   stops, which is madv_hugepage's case, not this one.
+ *   Bound: at most 10 holes not PMD-mapped. healthy: 0. broken: 100.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -48,12 +70,21 @@
 #define RA_KB		8192UL
 #define PMD_WALK	256UL
 #define MAX_PMD_SIZE	(32UL << 20)
+#define HOLES		100
+#define HOLE_BOUND	(HOLES / 10)
+#define HOLES_PER_OPEN	50
 #define FMT_WALK \
 	"%ld major faults after %zu of %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
 #define SUSPECT_THP \
 	"suspected: mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped"
 #define SUSPECT_SEQ \
 	"suspected: VM_SEQ_READ reads only forwards from a descending fault"
+#define FMT_HOLES \
+	"PMD holes between cached ranges: %ld of %ld not PMD-mapped, bound %d, PMD %lu bytes, folio %zu bytes\n"
+#define FMT_HOLES_FAIL \
+	"%ld of %ld holes not PMD-mapped, bound %d, ra_pages %lu, folio %zu bytes; "
+#define SUSPECT_HOLE \
+	"suspected: a fault between two cached ranges taken as a descending step, the hole read as small folios"
 #define SUSPECT_FWD \
 	"suspected: sequential readahead broken for a plain forward walk"
 
@@ -182,6 +213,79 @@ TEST_F_TIMEOUT(descending, ascending_control, 180)
 {
 	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
 			&self->size, false);
+}
+
+/*
+ * Map the @pmd-aligned file range [@off, @off + @len) at a PMD-aligned
+ * address with MADV_HUGEPAGE, fault the middle of its second PMD and
+ * tell whether that PMD is mapped by one PMD. Unmaps and drops the range.
+ */
+static bool hole_pmd_mapped(struct __test_metadata *_metadata, int fd,
+			    size_t off, size_t len, unsigned long pmd)
+{
+	char *map, *aligned;
+	bool mapped;
+
+	map = mmap(NULL, len + pmd, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	munmap(map, len + pmd);
+	aligned = (char *)(((unsigned long)map + pmd - 1) & ~(pmd - 1));
+	map = mmap(aligned, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, off);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, madvise(map, len, MADV_HUGEPAGE));
+	FORCE_READ(map[pmd + pmd / 2]);
+	mapped = check_huge_file(map, len, 1, pmd);
+	munmap(map, len);
+	posix_fadvise(fd, off, len + pmd, POSIX_FADV_DONTNEED);
+	return mapped;
+}
+
+TEST_F_TIMEOUT(descending, pmd_hole, 180)
+{
+	unsigned long pmd = read_pmd_pagesize();
+	size_t folio = ra_folio_size(&self->fs), region;
+	long not_mapped = 0, i;
+	int ret, pre;
+	char c;
+
+	if (!pmd)
+		SKIP(return, "transparent hugepages not available");
+	if (pmd > MAX_PMD_SIZE)
+		SKIP(return, "PMD size %lu bytes: the test would be too long", pmd);
+	/* Hole i: PMDs A, B, C and one spare PMD the readahead may reach. */
+	region = 4 * pmd;
+	self->size = (HOLES + 1) * region;
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	/* Another struct file reads the cached folios, one folio each. */
+	pre = open(self->fs.file, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, pre);
+	ASSERT_EQ(0, posix_fadvise(pre, 0, 0, POSIX_FADV_RANDOM));
+
+	if (!hole_pmd_mapped(_metadata, self->fd, 0, 3 * pmd, pmd)) {
+		close(pre);
+		SKIP(return, "%s: a cold fault is not PMD-mapped, no PMD-sized folios",
+		     self->fs.type);
+	}
+	for (i = 1; i <= HOLES && not_mapped <= ra_limit(HOLE_BOUND); i++) {
+		size_t off = i * region;
+
+		if (i % HOLES_PER_OPEN == 0) {
+			close(self->fd);
+			self->fd = open(self->fs.file, O_RDONLY | O_CLOEXEC);
+			ASSERT_LE(0, self->fd);
+		}
+		ASSERT_EQ(1, pread(pre, &c, 1, off + pmd - folio));
+		ASSERT_EQ(1, pread(pre, &c, 1, off + 2 * pmd));
+		if (!hole_pmd_mapped(_metadata, self->fd, off, 3 * pmd, pmd))
+			not_mapped++;
+	}
+	close(pre);
+	ksft_print_msg(FMT_HOLES, not_mapped, i - 1, HOLE_BOUND, pmd, folio);
+	EXPECT_LE(not_mapped, HOLE_BOUND)
+		TH_LOG(FMT_HOLES_FAIL SUSPECT_HOLE, not_mapped, i - 1, HOLE_BOUND,
+		       ra_pages(&self->fs), folio);
 }
 
 TEST_HARNESS_MAIN
