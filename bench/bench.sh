@@ -124,8 +124,10 @@ for k in $kernels; do
 	[ "$k" != host ] || how=host
 	echo "# ===== $k"
 	echo "@@bench-label $k $how" >"$log"
+	echo "@@bench-load $(cut -d ' ' -f 1 /proc/loadavg)" >>"$log"
 	rc=0
 	run_one "$k" 2>&1 | tee -a "$log" | show || rc=$?
+	echo "@@bench-load $(cut -d ' ' -f 1 /proc/loadavg)" >>"$log"
 	[ "$rc" = 0 ] || failed+=("$k (status $rc)")
 	logfiles+=("$log")
 done

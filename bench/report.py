@@ -24,13 +24,18 @@ RUN_RE = re.compile(r'^@@bench-run ([^\n]*)\n(.*?)^@@bench-end$', re.S | re.M)
 
 
 def parse_log(path):
-    """Return (label, how, release, {workload: figures}) of one log."""
+    """Return (label, how, release, {workload: figures}, [load], error)."""
     with open(path, encoding='utf-8', errors='replace') as f:
         text = f.read()
     m = re.search(r'^@@bench-label (\S+) (\S+)', text, re.M)
     label, how = (m.group(1), m.group(2)) if m else (os.path.basename(path), 'qemu')
     m = re.search(r'^@@bench-kernel (\S+)', text, re.M)
     release = m.group(1) if m else None
+    load = re.findall(r'^@@bench-load (\S+)', text, re.M)
+    # Why a kernel gave nothing: the last "program: message" line.
+    errors = [e for e in re.findall(r'^[\w.-]+: .+$', text, re.M)
+              if 'exited with status' not in e]
+    runs_error = errors[-1] if errors else 'no output'
     runs = {}
     for m in RUN_RE.finditer(text):
         kv = dict(f.split('=', 1) for f in m.group(1).split())
@@ -48,7 +53,7 @@ def parse_log(path):
             'ios': int(kv['read_ios']),
             'ms': max(j['job_runtime'] for j in jobs),
         }
-    return label, how, release, runs
+    return label, how, release, runs, load, runs_error
 
 
 def workload_order(kernels):
@@ -154,14 +159,15 @@ def main():
 
     kernels = []
     for path in args.logs:
-        label, how, release, runs = parse_log(path)
+        label, how, release, runs, load, error = parse_log(path)
         # 6.18.15+deb13-cloud-amd64 -> 6.18.15
         short = re.split(r'[+-]', release)[0] if release else None
         col = label if not short or short == label else f'{label} ({short})'
         if how == 'host':
             col = f'host {short}' if short else 'host'
         kernels.append({'label': label, 'how': how, 'release': release,
-                        'runs': runs, 'col': col})
+                        'runs': runs, 'col': col, 'load': load,
+                        'error': error})
     ran = [k for k in kernels if k['runs']]
     missing = [k for k in kernels if not k['runs']]
     if not ran:
@@ -179,8 +185,8 @@ def main():
                'says which runs where. "host" ran natively, every other '
                'kernel in QEMU (TCG, 2 vCPUs, 2 GiB).\n')
     if missing:
-        out.append('Did not run (see the log of the run): ' +
-                   ', '.join(k['label'] for k in missing) + '.\n')
+        out.append('Did not run: ' + '; '.join(
+            f"{k['label']} (`{k['error']}`)" for k in missing) + '.\n')
     out.append('## Major faults\n')
     out.append('fio\'s `majf`, summed over the jobs of a section.\n')
     out.append(table(ran, order, lambda k, key, r: str(r['majf'])))
@@ -193,6 +199,11 @@ def main():
                'same kind (QEMU or host) in this run; only ratios between '
                'kernels of one run mean something.\n')
     out.append(table(ran, order, ratio_cell(ran)))
+    loads = [f"{k['col']} {' to '.join(k['load'])}" for k in ran if k['load']]
+    if loads:
+        out.append('\nThe host\'s 1-minute load average before and after each '
+                   'kernel (other work shares the CPUs; time ratios move '
+                   'with it): ' + '; '.join(loads) + '.')
     out.append('')
     with open(args.results, 'w', encoding='utf-8') as f:
         f.write('\n'.join(out))
