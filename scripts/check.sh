@@ -56,6 +56,13 @@ else
 	fail "checkpatch.pl --strict"; grep -E 'ERROR|WARNING|CHECK' "$work/checkpatch.log"
 fi
 
+# The fio job files of make bench parse (the bench itself is no test).
+if make -s bench-parse > "$work/bench.log" 2>&1; then
+	pass "bench job files parse (fio --parse-only)"
+else
+	fail "bench job files parse"; tail -5 "$work/bench.log"
+fi
+
 before=$(leftovers)
 start=$(date +%s)
 make -s run_tests > "$work/suite.tap" 2>&1
