@@ -234,9 +234,10 @@ commit=$(git -C "$top" describe --always --dirty 2> /dev/null || echo unknown)
 		fi
 	done
 	echo
-	echo "Fetch: download and extraction with vm/debian-kernel.sh (0 when"
-	echo "cached). Suite: vm/run-vm.sh from start to power-off, initramfs and"
-	echo "boot included, on a host shared with other work."
+	echo "Fetch: vm/debian-kernel.sh, package search, download and extraction"
+	echo "(only the search when the kernel is cached). Suite: vm/run-vm.sh from"
+	echo "start to power-off, initramfs and boot included, on a host shared"
+	echo "with other work."
 } > "$out.new"
 mv "$out.new" "$out"
 echo "$prog: wrote $out" >&2
