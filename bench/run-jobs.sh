@@ -11,11 +11,12 @@
 #
 # For each filesystem of the plan: a 4 GiB sparse image on a private
 # tmpfs, a loop device over it, mkfs, mount, the files laid out by fio
-# (real data, fsynced), then every section of every job file of that
-# filesystem at the plan's read_ahead_kb, one fio run each (fio drops the
-# file's cache first, invalidate=1).
+# (real data, fsynced; on xfs4k also "big", reflinked copies of a piece
+# fio wrote), then every section of every job file of that filesystem at
+# the plan's read_ahead_kb, one fio run each (fio drops the file's cache
+# first, invalidate=1).
 #
-# stdout: fio's progress lines, and for each run
+# stdout: "@@bench-kernel <uname -r>", fio's progress lines, and per run
 #   @@bench-run fs=<fs> ra_kb=<n> job=<section> read_ios=<n> read_sectors=<n> wall_ms=<n>
 #   <fio's JSON output>
 #   @@bench-end
