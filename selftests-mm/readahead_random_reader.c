@@ -45,7 +45,7 @@
  *            with 9b0fcac3cfe7 reverted: 2048 per run at 8192, 1021 to
  *            1540 per stride access, where every other access lands in
  *            the previous read-around). 7.3 with the readahead restart:
- *            1039 pages per 4-page run at 8192 on 4 KiB folios.
+ *            1422 pages per 4-page run at 8192 on 4 KiB folios.
  * A pattern is judged where ra_pages hold at least 16 healthy runs (4x
  * or more on each side): at 8192 everything (bounds 45 to 362, 5.7x to
  * 45x from both sides); at 128 only single pages, runs of 2 and strides
