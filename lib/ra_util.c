@@ -52,6 +52,7 @@ const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
 #define RA_WALK_ZAP		(16UL << 20)
 
 static void restore_read_ahead_kb(struct ra_fs *fs);
+static size_t mem_available(void);
 
 static int fs_skip(struct ra_fs *fs, const char *fmt, const char *arg)
 {
@@ -204,6 +205,7 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
 	bool xfs = !strcmp(fs->type, "xfs");
 	const char *argv[12];
 	char bs[32], tool[32];
+	struct statfs sfs;
 	int ret, n = 0;
 
 	snprintf(tool, sizeof(tool), "mkfs.%s", fs->type);
@@ -225,6 +227,18 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
 	if (ret == 127)
 		return fs_skip(fs, "%s not found (install e2fsprogs/xfsprogs)",
 			       tool);
+	/*
+	 * mkfs writes the metadata (XFS: its 64 MiB log) into the sparse
+	 * image, on a tmpfs that holds at most half of the RAM: on a small
+	 * machine it fills up, and that is a lack of memory, not a failure.
+	 */
+	if (ret && !statfs(RA_SCRATCH, &sfs) && !sfs.f_bavail) {
+		snprintf(fs->why, sizeof(fs->why),
+			 "%s filled the %lu MiB scratch tmpfs (half of RAM), MemAvailable %zu MiB: too little memory for the image",
+			 tool, (unsigned long)(sfs.f_blocks * sfs.f_bsize >> 20),
+			 mem_available() >> 20);
+		return KSFT_SKIP;
+	}
 	if (ret) {
 		snprintf(fs->why, sizeof(fs->why), "%s -b %s failed (exit %d)",
 			 tool, bs, ret);
