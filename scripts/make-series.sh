@@ -32,7 +32,7 @@ keep=
 build=1
 
 usage() {
-	sed -n '13,17s/^# \{0,1\}//p' "$0" >&2
+	sed -n '/^#   scripts\/make-series.sh/,/^#   --no-build/s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 infra() {
