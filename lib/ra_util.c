@@ -229,12 +229,13 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
 			       tool);
 	/*
 	 * mkfs writes the metadata (XFS: its 64 MiB log) into the sparse
-	 * image, on a tmpfs that holds at most half of the RAM: on a small
-	 * machine it fills up, and that is a lack of memory, not a failure.
+	 * image, on a tmpfs that holds at most half of MemAvailable: on a
+	 * small machine it fills up, and that is a lack of memory, not a
+	 * failure.
 	 */
 	if (ret && !statfs(RA_SCRATCH, &sfs) && !sfs.f_bavail) {
 		snprintf(fs->why, sizeof(fs->why),
-			 "%s filled the %lu MiB scratch tmpfs (half of RAM), MemAvailable %zu MiB: too little memory for the image",
+			 "%s filled the %lu MiB scratch tmpfs (half of MemAvailable), MemAvailable %zu MiB: too little memory for the image",
 			 tool, (unsigned long)(sfs.f_blocks * sfs.f_bsize >> 20),
 			 mem_available() >> 20);
 		return KSFT_SKIP;
@@ -267,7 +268,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 {
 	unsigned long block_size = kind->block_size;
 	const char *env = getenv(RA_ENV_DIR), *type = kind->type;
-	char img[RA_PATH_LEN], dev[32];
+	char img[RA_PATH_LEN], dev[32], opts_buf[64];
 	int img_fd, loop_fd, ret;
 	const char *opts;
 
@@ -285,7 +286,15 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		return fs_fail(fs, "unshare(CLONE_NEWNS)");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return fs_fail(fs, "making mounts private");
-	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0, "mode=0700"))
+	/*
+	 * The image's metadata lives on this tmpfs: let it take at most half
+	 * of MemAvailable, so that on a small machine mkfs runs out of room
+	 * (a skip) before the machine runs out of memory (the OOM killer).
+	 */
+	snprintf(opts_buf, sizeof(opts_buf), "mode=0700,size=%zuk",
+		 mem_available() / 2048);
+	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0,
+		  mem_available() ? opts_buf : "mode=0700"))
 		return fs_fail(fs, "mounting scratch tmpfs");
 
 	snprintf(img, sizeof(img), "%s/image", RA_SCRATCH);
