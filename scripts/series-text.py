@@ -98,12 +98,12 @@ def results():
     """Figures of the kill matrix: {test: {column: (exp, seen, fig, bound)}},
     the whole-figure table where it has the test, else the first one."""
     path = os.path.join(TOP, 'validation', 'RESULTS.md')
-    figs, whole, header, section = {}, {}, None, 0
+    figs, whole, header, in_whole = {}, {}, None, False
     if not os.path.exists(path):
         return figs, whole
     for line in open(path):
         if line.startswith('## '):
-            section += 1
+            in_whole = 'whole' in line.lower()
             header = None
         if not line.startswith('|') or line.startswith('|---'):
             continue
@@ -113,7 +113,7 @@ def results():
             continue
         if not header:
             continue
-        dest = whole if section else figs
+        dest = whole if in_whole else figs
         for col, cell in zip(header, cells[1:]):
             m = re.match(r'(\S+)/(\S+)(?: (\d+)/(\d+))?', cell)
             if m:
@@ -177,7 +177,7 @@ def figure_lines(fixture, rows):
     head = ['  %-44s %5s %9s %9s' % ('case', 'bound', 'healthy', 'broken')]
     tail = []
     if any(line.endswith('*') for line in out):
-        tail = ['  * the walk stopped once past its bound']
+        tail = ['  * early-stop figure: the walk stopped once past its bound']
     return head + out + tail
 
 
@@ -201,7 +201,11 @@ def test_changelog(name):
         body += v
     f = figure_lines(fixture, rows)
     if f:
-        body += ['', 'Figures, in major faults:', ''] + f
+        body += ['', wrap('Figures in major faults, from the kill matrix '
+                          '(every case on every kernel above): the lowest '
+                          'and highest figure of the kernels where the case '
+                          'passes (healthy) and where it fails (broken), '
+                          'whole walks without early stop:'), ''] + f
     subject = 'selftests/mm: add %s test' % name
     if len(subject) + len(subject_tail(title)) + 3 <= 75:
         subject += ' (%s)' % subject_tail(title)
@@ -303,8 +307,9 @@ patch 1, so that each can travel with the fix series it checks.'''.strip(),
     for src in (figs, whole):
         for case in src.values():
             for e, s, f, b in case.values():
-                cells += 1
-                same += e == s
+                if e != '-':
+                    cells += 1
+                    same += e == s
     if cells:
         mcols = list(next(iter(figs.values()), {}))
         broken = [f for c in whole.values() for e, s, f, b in c.values()
