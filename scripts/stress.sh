@@ -129,9 +129,7 @@ host_run() {
 
 # Wait up to 10 s for a killed test's namespace to go.
 settled() {
-	local i
-
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		[ "$(leftovers)" = "$before" ] && break
 		sleep 0.2
 	done
