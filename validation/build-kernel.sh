@@ -84,7 +84,8 @@ config_patches() {
 	done
 }
 
-# Image key: the config fragment and the patches, in order.
+# Image key: the config fragment and the patches' diffs (not their
+# changelogs), in order.
 image_key() {
 	local p
 
@@ -93,7 +94,7 @@ image_key() {
 		cat "$fragment"
 		for p; do
 			echo "== ${p##*/}"
-			cat "$p"
+			awk '/^(diff |--- [^ ]|Index: )/ { d = 1 } d' "$p"
 		done
 	} | sha256sum | cut -c1-16
 }
@@ -268,6 +269,24 @@ case ${1:-} in
 	;;
 esac
 
+# Images are renamed into place whole: when every one asked for exists,
+# print them without waiting for a build that holds the lock.
+if [[ ${1:-} != -* ]]; then
+	cols=("$@")
+	[ $# -gt 0 ] || mapfile -t cols < <(read_configs | cut -f1)
+	lines=()
+	for col in "${cols[@]}"; do
+		mapfile -t patches < <(config_patches "$col")
+		img=$cache/images/$(image_key ${patches[@]+"${patches[@]}"})/bzImage
+		[ -f "$img" ] || break
+		lines+=("$col"$'\t'"$img")
+	done
+	if [ ${#lines[@]} = ${#cols[@]} ]; then
+		printf '%s\n' "${lines[@]}"
+		exit 0
+	fi
+fi
+
 mkdir -p "$cache" || infra "cannot create $cache"
 exec 9> "$cache/.lock"
 flock 9
@@ -286,11 +305,6 @@ case ${1:-} in
 	usage
 	;;
 *)
-	cols=("$@")
-	[ $# -gt 0 ] || mapfile -t cols < <(read_configs | cut -f1)
-	for col in "${cols[@]}"; do
-		config_patches "$col" > /dev/null
-	done
 	for col in "${cols[@]}"; do
 		build_one "$col"
 	done

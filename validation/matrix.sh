@@ -5,6 +5,7 @@
 # each test's verdict with verdicts/expected.tsv.
 #
 #   validation/matrix.sh [--only COLUMN,...] [--full] [--results FILE]
+#                        [--taps DIR]
 #
 # Columns:
 #   6.18 (the running kernel's series)  the suite on this machine
@@ -22,6 +23,9 @@
 # measured figure against its bound). --results FILE puts the table into
 # FILE between the lines "<!-- matrix begin -->" and "<!-- matrix end -->"
 # ("full" instead of "matrix" with --full), keeping the rest of FILE.
+# --taps DIR keeps each column's TAP as DIR/<column>.tap, and a column
+# whose TAP is already there is not run again: a matrix can be run a
+# few columns at a time and tabulated whole at the end.
 # Exit status: 0 when every cell is as expected, 1 otherwise, 2 on usage
 # errors, 3 when a kernel cannot be built, fetched or booted.
 set -euo pipefail
@@ -33,9 +37,13 @@ results=
 only=
 full=()
 mark=matrix
+taps=
+# Seconds per column: the whole suite under TCG takes 5-10 minutes when
+# the machine is shared, more with --full on a broken kernel.
+timeout=${RA_MATRIX_TIMEOUT:-3600}
 
 usage() {
-	echo "usage: $0 [--only COLUMN,...] [--full] [--results FILE]" >&2
+	echo "usage: $0 [--only COLUMN,...] [--full] [--results FILE] [--taps DIR]" >&2
 	exit 2
 }
 
@@ -44,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
 	--results) [ $# -ge 2 ] || usage; results=$2; shift 2 ;;
 	--full) full=(--env READAHEAD_FULL_RUN=1); mark=full; shift ;;
+	--taps) [ $# -ge 2 ] || usage; taps=$2; shift 2 ;;
 	*) usage ;;
 	esac
 done
@@ -58,12 +67,21 @@ fi
 
 out=$(mktemp -d /var/tmp/ra-matrix.XXXXXX)
 trap 'rm -rf "$out"' EXIT
+tapdir=${taps:-$out}
+mkdir -p "$tapdir"
 make -s -C "$top" all > /dev/null
+
+# A TAP kept by an earlier run with --taps (kept only when the suite ran
+# to its end): the column is not run again.
+have_tap() {
+	[ -n "$taps" ] && [ -f "$tapdir/$1.tap" ]
+}
 
 # Build (or reuse) the kernels of the configuration columns, in one go.
 declare -A image=()
 wanted=()
 for col in "${columns[@]}"; do
+	have_tap "$col" && continue
 	case " ${configs[*]} " in *" $col "*) wanted+=("$col") ;; esac
 done
 if [ ${#wanted[@]} -gt 0 ]; then
@@ -78,31 +96,45 @@ fi
 infra=0
 for col in "${columns[@]}"; do
 	rc=0
-	if [ -n "${image[$col]+x}" ]; then
+	if have_tap "$col"; then
+		echo "== $col: kept in $tapdir" >&2
+		continue
+	elif [ -n "${image[$col]+x}" ]; then
 		patches=$(paste -sd ' ' "$(dirname "${image[$col]}")/patches")
 		echo "== $col: linux-source-7.3 ${patches:-(pristine)}" >&2
-		"$top/vm/run-vm.sh" --kernel "${image[$col]}" ${full[@]+"${full[@]}"} \
-			> "$out/$col.tap" 2> "$out/$col.err" || rc=$?
+		"$top/vm/run-vm.sh" --kernel "${image[$col]}" --timeout "$timeout" \
+			${full[@]+"${full[@]}"} \
+			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || rc=$?
 	elif [[ $col == debian-* ]]; then
 		echo "== $col" >&2
 		kargs=$("$top/vm/debian-kernel.sh" "${col#debian-}" |
 			sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') || exit 3
 		# shellcheck disable=SC2086 # two options and their paths
-		"$top/vm/run-vm.sh" ${full[@]+"${full[@]}"} $kargs \
-			> "$out/$col.tap" 2> "$out/$col.err" || rc=$?
+		"$top/vm/run-vm.sh" --timeout "$timeout" ${full[@]+"${full[@]}"} $kargs \
+			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || rc=$?
 	elif [ "$col" = "$host" ]; then
 		echo "== $col: this machine" >&2
+		# make exits 2 when a test fails: the TAP tells.
 		READAHEAD_FULL_RUN=${full:+1} make -s -C "$top" run_tests \
-			> "$out/$col.tap" 2> "$out/$col.err" || rc=$?
+			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || true
 	else
 		echo "unknown column $col (not this machine's $host, debian-*, or in validation/configurations)" >&2
 		exit 2
 	fi
-	if [ "$rc" = 3 ]; then
+	if [ "$rc" -le 1 ]; then
+		mv "$tapdir/$col.tap.part" "$tapdir/$col.tap"
+	else
 		echo "$col: $(tail -n 1 "$out/$col.err")" >&2
-		infra=1
+		mv "$tapdir/$col.tap.part" "$out/$col.tap"
+		[ -z "$taps" ] || cp "$out/$col.tap" "$tapdir/$col.tap.failed"
+		[ "$rc" != 3 ] || infra=1
 	fi
 done
+
+# The TAP of a column: kept, or what a failed run printed.
+tap_of() {
+	if [ -f "$tapdir/$1.tap" ]; then echo "$tapdir/$1.tap"; else echo "$out/$1.tap"; fi
+}
 
 # One row per test: for each column "expected/seen figure/bound".
 # The figure is the last "N major faults, bound B" line of the test.
@@ -124,7 +156,7 @@ bad=0
 				if (w[1] == "not") { v = "FAIL"; name = w[4] }
 				else { v = (line ~ /# SKIP/) ? "skip" : "ok"; name = w[3] }
 				print name "\t" col "\t" v "\t" (v == "skip" ? "" : last)
-				last = "" }' "$out/$col.tap"
+				last = "" }' "$(tap_of "$col")"
 	done > "$out/seen.tsv"
 	awk -F '\t' -v cols="${columns[*]}" -v seenf="$out/seen.tsv" '
 		function row(t, known,    i, e, g, mark) {
@@ -171,7 +203,7 @@ if [ -n "$results" ]; then
 	cp "$out/results.new" "$results"
 fi
 for col in "${columns[@]}"; do
-	grep -q '^# guest kernel\|^TAP version' "$out/$col.tap" ||
+	grep -q '^# guest kernel\|^TAP version' "$(tap_of "$col")" ||
 		{ echo "$col: no TAP"; tail -n 3 "$out/$col.err"; bad=1; }
 done
 [ "$infra" = 0 ] || { echo "matrix: a kernel did not boot or could not be fetched"; exit 3; }
