@@ -145,7 +145,10 @@ def verdict_lines(fixture, cols, rows):
         groups.setdefault((test, fails, oks), []).append(variant)
     out = []
     for (test, fails, oks), variants in groups.items():
-        out.append('  %s (%s):' % (test, ', '.join(variants)))
+        out.append(textwrap.fill('%s (%s):' % (test, ', '.join(variants)),
+                                 WIDTH, initial_indent='  ',
+                                 subsequent_indent='    ',
+                                 break_on_hyphens=False))
         out.append(wrap('fails on ' + (', '.join(fails) or 'none'), '    '))
         out.append(wrap('passes on ' + (', '.join(oks) or 'none'), '    '))
     return out
@@ -170,11 +173,13 @@ def figure_lines(fixture, rows):
                 return '-'
             lo, hi = min(v)[0], max(v)[0]
             return str(lo) if lo == hi else '%d-%d' % (lo, hi)
-        out.append('  %-44s %5s %9s %9s%s' % (case, bound, span(ok),
-                                               span(bad), note))
+        out.append((case, bound, span(ok), span(bad), note))
     if not out:
         return []
-    head = ['  %-44s %5s %9s %9s' % ('case', 'bound', 'healthy', 'broken')]
+    width = max(len(r[0]) for r in out)
+    fmt = '  %%-%ds %%5s %%9s %%9s%%s' % width
+    head = [fmt % ('case', 'bound', 'healthy', 'broken', '')]
+    out = [fmt % r for r in out]
     tail = []
     if any(line.endswith('*') for line in out):
         tail = ['  * early-stop figure: the walk stopped once past its bound']
