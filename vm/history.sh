@@ -5,14 +5,18 @@
 # of each series and write a table of tests x kernels.
 #
 #   vm/history.sh [--build DIR] [--out FILE] [--logs DIR] [--full]
-#                 [--series "6.1 6.12 ..."]
+#                 [--reuse] [--series "6.1 6.12 ..."]
 #
 #   --build DIR   the built suite (default: build/)
 #   --out FILE    the table (default: verdicts/HISTORY.md)
-#   --logs DIR    keep each kernel's TAP there as <release>.tap (default:
+#   --logs DIR    keep each kernel's TAP there as <release>.tap, and its
+#                 fetch and suite seconds as <release>.secs (default:
 #                 /var/cache/readahead-selftests/history)
 #   --full        whole figures (READAHEAD_FULL_RUN=1) instead of the
 #                 early-stop ones
+#   --reuse       take a kernel's TAP and times kept in --logs by an
+#                 earlier run instead of running it again (to redo only
+#                 the table; the TAP must come from the same suite)
 #   --series LIST the series, oldest first (default: all below)
 #
 # Each kernel is fetched with vm/debian-kernel.sh and booted with
@@ -35,11 +39,12 @@ build=$top/build
 out=$top/verdicts/HISTORY.md
 logs=/var/cache/readahead-selftests/history
 full=0
+reuse=0
 all_series="6.1 6.12 6.16 6.17 6.18 6.19 7.0 7.1 7.2 7.3"
 series=$all_series
 
 usage() {
-	sed -n '4,16s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,21s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -57,6 +62,10 @@ while [ $# -gt 0 ]; do
 		;;
 	--full)
 		full=1
+		shift
+		;;
+	--reuse)
+		reuse=1
 		shift
 		;;
 	*)
@@ -94,13 +103,19 @@ run_series() {
 		kernel=$(sed -n 's/^KERNEL=//p' "$work/$s.kernel")
 		modules=$(sed -n 's/^MODULES=//p' "$work/$s.kernel")
 		release=${modules##*/}
-		echo "$prog: $s: $release fetched in $fetch s, running the suite" >&2
-		t1=$EPOCHSECONDS
 		rc=0
-		"$here/run-vm.sh" --kernel "$kernel" --modules "$modules" \
-			--build "$build" --timeout 3600 ${vm_env[@]+"${vm_env[@]}"} \
-			> "$logs/$release.tap" 2> "$work/$s.vm" || rc=$?
-		suite=$((EPOCHSECONDS - t1))
+		if [ "$reuse" = 1 ] && [ -s "$logs/$release.tap" ] && [ -s "$logs/$release.secs" ]; then
+			echo "$prog: $s: $release, kept TAP" >&2
+			read -r fetch suite < "$logs/$release.secs"
+		else
+			echo "$prog: $s: $release fetched in $fetch s, running the suite" >&2
+			t1=$EPOCHSECONDS
+			"$here/run-vm.sh" --kernel "$kernel" --modules "$modules" \
+				--build "$build" --timeout 3600 ${vm_env[@]+"${vm_env[@]}"} \
+				> "$logs/$release.tap" 2> "$work/$s.vm" || rc=$?
+			suite=$((EPOCHSECONDS - t1))
+			echo "$fetch $suite" > "$logs/$release.secs"
+		fi
 		if [ "$rc" -ge 2 ]; then
 			err=$(grep -v 'suite exited with status' "$work/$s.vm" | tail -n 1)
 			[ -n "$err" ] || err="run-vm.sh exited with status $rc"
@@ -113,15 +128,33 @@ run_series() {
 }
 
 # Verdict, figure and bound of each test in a TAP file:
-# "test|ok, FAIL or skip|figure|bound".
+# "test|ok, FAIL or skip|figure|bound". A figure line is one the test
+# prints with ", bound N" (not the harness's file:line failure lines);
+# the figure is its "(X each)" value when it has one, else the first
+# number after the last ": " (the harness's file:line lines and the
+# "suspected:" lines are left out). A test that prints several (one per access
+# pattern) is shown by the one nearest to or furthest past its bound.
 parse_tap() {
 	awk '
-	/^(# )*#  RUN / { t = $NF == "..." ? $(NF - 1) : $NF; fig[t] = ""; next }
-	/ major faults, bound [0-9]+/ && t != "" && fig[t] == "" {
-		for (i = 1; i <= NF; i++) {
-			if ($i == "major" && $(i + 1) == "faults,") fig[t] = $(i - 1)
-			if ($i == "bound") { b = $(i + 1); sub(/,$/, "", b); bound[t] = b }
-		}
+	/^(# )*#  RUN / { t = $NF == "..." ? $(NF - 1) : $NF; fig[t] = ""; worst[t] = -1; next }
+	/, bound [0-9]+/ && t != "" && !/\.c:[0-9]+:/ && !/suspected:/ {
+		line = $0
+		sub(/^(# )+/, "", line)
+		b = line
+		sub(/.*, bound /, "", b)
+		sub(/[^0-9].*/, "", b)
+		head = line
+		sub(/, bound [0-9]+.*/, "", head)
+		sub(/.*: /, "", head)
+		f = ""
+		if (match(head, /\([0-9.]+ each\)/))
+			f = substr(head, RSTART + 1, RLENGTH - 7)
+		else if (match(head, /[0-9]+(\.[0-9]+)?/))
+			f = substr(head, RSTART, RLENGTH)
+		if (f == "" || b == "")
+			next
+		r = b > 0 ? f / b : f
+		if (r > worst[t]) { worst[t] = r; fig[t] = f; bound[t] = b }
 		next
 	}
 	{ sub(/^(# )+/, "") }
@@ -165,8 +198,10 @@ commit=$(git -C "$top" describe --always --dirty 2> /dev/null || echo unknown)
 		echo "whole figures."
 	fi
 	echo
-	echo "Cells: verdict and major faults; the bound is the test's own (it"
-	echo "depends on the folio size, not on the kernel). \`-\`: not run."
+	echo "Cells: verdict and the figure the test prints (major faults; pages"
+	echo "per run for random_reader); a test that prints several figures is"
+	echo "shown by the one nearest to or furthest past its bound, and a cell"
+	echo "whose bound differs from the row's names it. \`-\`: not run."
 	echo
 
 	# Header: one column per series.
