@@ -18,7 +18,7 @@
 #
 # One source tree, one object tree. A configuration is built by applying
 # its patches to the tree, an incremental make, saving the bzImage under a
-# key made of kernel.config and the patches' contents, and reversing the
+# key made of kernel.config and the patches' diffs, and reversing the
 # patches. A configuration whose key already has an image is not built.
 #
 # Environment:
