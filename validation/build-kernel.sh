@@ -84,6 +84,23 @@ config_patches() {
 	done
 }
 
+# Fails unless every named configuration exists and every patch that any
+# configuration lists is there (run in the main shell: config_patches
+# runs in subshells, where die() cannot stop the script).
+check_names() {
+	local known col p
+
+	known=$(read_configs) || exit 1
+	for col; do
+		cut -f1 <<< "$known" | grep -qxF -- "$col" ||
+			die "no configuration '$col' in $configs"
+	done
+	# shellcheck disable=SC2013 # patch names are words of a line
+	for p in $(cut -f2 <<< "$known"); do
+		[ -f "$patchdir/$p" ] || die "$configs lists missing patch $p"
+	done
+}
+
 # Image key: the config fragment and the patches' diffs (not their
 # changelogs), in order.
 image_key() {
@@ -274,6 +291,7 @@ esac
 if [[ ${1:-} != -* ]]; then
 	cols=("$@")
 	[ $# -gt 0 ] || mapfile -t cols < <(read_configs | cut -f1)
+	check_names ${cols[@]+"${cols[@]}"}
 	lines=()
 	for col in "${cols[@]}"; do
 		mapfile -t patches < <(config_patches "$col")
@@ -293,6 +311,7 @@ flock 9
 
 case ${1:-} in
 --check-patches)
+	check_names
 	check_patches
 	;;
 --check-config)
