@@ -11,6 +11,14 @@
 #   vm/debian-apt.sh [--cache DIR] download PKG...
 #       download each package's .deb into DIR/debs (once) and print the
 #       path of each .deb, one a line
+#   vm/debian-apt.sh [--cache DIR] version PKG
+#       the version of PKG in the package lists
+#   vm/debian-apt.sh [--cache DIR] pool PKG VERSION SOURCE
+#       download PKG_VERSION_amd64.deb of source package SOURCE straight
+#       from the mirror's pool (once) and print its path: for a package
+#       that the suites' indexes no longer list but that a listed package
+#       still depends on with an exact version. apt cannot verify such a
+#       file; the caller must (see vm/debian-kernel.sh)
 #   vm/debian-apt.sh [--cache DIR] source SERIES
 #       extract Debian's linux-source-SERIES tarball from its package
 #       (once) and print the tarball's path
@@ -38,7 +46,7 @@ die() {
 }
 
 usage() {
-	sed -n '4,17s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,24s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -74,12 +82,20 @@ machine_sources() {
 		'Identifier: Packages' 2>/dev/null | sort -u
 }
 
+# The mirror the extra suites come from, with a trailing slash.
+mirror() {
+	local m
+
+	m=$(machine_sources | awk '$2 !~ /-security$/ && $3 == "main" { print $1; exit }')
+	[ -n "$m" ] || die "no Debian mirror with a main component in the machine's apt sources"
+	echo "${m%/}/"
+}
+
 write_sources() {
 	local mirror keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 	local uri suite comp suites=
 
-	mirror=$(machine_sources | awk '$2 !~ /-security$/ && $3 == "main" { print $1; exit }')
-	[ -n "$mirror" ] || die "no Debian mirror with a main component in the machine's apt sources"
+	mirror=$(mirror)
 	[ -f "$keyring" ] || die "$keyring missing (package debian-archive-keyring)"
 	{
 		while read -r uri suite comp; do
@@ -134,7 +150,35 @@ download_one() {
 	echo "$deb"
 }
 
-mkdir -p "$cache" || die "cannot create $cache"
+# A package the indexes no longer list, from the pool (see usage). The
+# file must at least be the package and version asked for.
+pool_one() {
+	local pkg=$1 version=${2#*:} src=$3 name url tmp
+
+	name=${pkg}_${version}_amd64.deb
+	if [ ! -f "$cache/debs/$name" ]; then
+		case $src in
+		lib?*) url=$(mirror)pool/main/${src:0:4}/$src/$name ;;
+		*) url=$(mirror)pool/main/${src:0:1}/$src/$name ;;
+		esac
+		command -v curl > /dev/null || die "curl not found (needed for $name)"
+		tmp=$(mktemp "$cache/debs/.pool.XXXXXX")
+		echo "$prog: $pkg is in no index any more, downloading $url" >&2
+		if ! curl -fsS -o "$tmp" "$url"; then
+			rm -f "$tmp"
+			die "download of $pkg $version from the pool failed"
+		fi
+		if [ "$(dpkg-deb -f "$tmp" Package Version 2>/dev/null | tr '\n' ' ')" != \
+		     "Package: $pkg Version: $2 " ]; then
+			rm -f "$tmp"
+			die "$url is not $pkg $2"
+		fi
+		mv "$tmp" "$cache/debs/$name"
+	fi
+	echo "$cache/debs/$name"
+}
+
+mkdir -p "$cache/debs" || die "cannot create $cache"
 exec 9> "$cache/.lock"
 flock 9
 
@@ -154,6 +198,16 @@ download)
 	for pkg; do
 		download_one "$pkg"
 	done
+	;;
+version)
+	[ $# -eq 1 ] || usage
+	ensure_lists
+	apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null |
+		sed -n 's/^Version: //p' | grep . || die "package $1 unknown to the private apt state"
+	;;
+pool)
+	[ $# -eq 3 ] || usage
+	pool_one "$@"
 	;;
 source)
 	[ $# -eq 1 ] && [[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || usage

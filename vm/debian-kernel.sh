@@ -31,6 +31,14 @@
 #                config, System.map
 # Older point releases often lack a package (their linux-modules are
 # removed from the archive first): the next older release is tried then.
+# Where no release of a series has all its packages listed (6.19, 7.0 and
+# 7.1: the indexes keep linux-binary but dropped linux-modules and
+# linux-base), the newest listed linux-binary is used and the two others
+# come from the mirror's pool at the exact version linux-binary depends
+# on. apt cannot verify those two; the modules are checked in the guest
+# instead: they are signed with a key built into the apt-verified kernel
+# image, and vm/run-vm.sh boots kernels with signed modules with
+# module.sig_enforce=1, so a module that is not Debian's does not load.
 #
 # Default cache: /var/cache/readahead-selftests/debian (or RA_KERNEL_CACHE).
 # An entry is extracted into a temporary directory and renamed into place
@@ -146,6 +154,18 @@ packages_of() {
 	done
 }
 
+# The split layout with linux-modules and linux-base from the pool (see
+# above): into $pkgs as pool:<package>=<version>.
+pool_packages_of() {
+	local rel=$1 bin=linux-binary-$rel ver
+
+	pkgs=()
+	is_known "$bin" || bin=linux-binary-unsigned-$rel
+	is_known "$bin" || return 0
+	ver=$("$apt" version "$bin") || exit 3
+	pkgs=("$bin" "pool:linux-modules-$rel=$ver" "pool:linux-base-$rel=$ver")
+}
+
 if [ "$list" = 1 ]; then
 	for rel in $releases; do
 		packages_of "$rel"
@@ -165,6 +185,17 @@ for rel in $releases; do
 	[ "$layout" != meta ] || continue
 	[ -n "$first_missing" ] || first_missing=$missing
 done
+if [ -z "$release" ]; then
+	for rel in $releases; do
+		pool_packages_of "$rel"
+		if [ ${#pkgs[@]} -gt 0 ]; then
+			release=$rel
+			echo "$prog: using $release: no release of $series has all its packages listed, linux-modules and linux-base come from the pool" >&2
+			first_missing=
+			break
+		fi
+	done
+fi
 [ -n "$release" ] ||
 	die "no $series release has all its packages in the archive (newest: $(head -n 1 <<< "$releases"), $first_missing missing)"
 if [ -n "$first_missing" ]; then
@@ -197,7 +228,16 @@ if [ ! -d "$dir" ]; then
 	debs=()
 	for p in "${pkgs[@]}"; do
 		start=$EPOCHSECONDS
-		deb=$("$apt" download "$p") || exit 3
+		case $p in
+		pool:*)
+			p=${p#pool:}
+			deb=$("$apt" pool "${p%%=*}" "${p#*=}" linux) || exit 3
+			p=${p%%=*}
+			;;
+		*)
+			deb=$("$apt" download "$p") || exit 3
+			;;
+		esac
 		[ -f "$deb" ] || die "download of $p gave no file"
 		echo "$prog: $p: $(du -m "$deb" | cut -f1) MiB, $((EPOCHSECONDS - start)) s" >&2
 		debs+=("$deb")
