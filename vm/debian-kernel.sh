@@ -157,9 +157,10 @@ packages_of() {
 # The split layout with linux-modules and linux-base from the pool (see
 # above): into $pkgs as pool:<package>=<version>.
 pool_packages_of() {
-	local rel=$1 bin=linux-binary-$rel ver
+	local rel=$1 bin ver
 
 	pkgs=()
+	bin=linux-binary-$rel
 	is_known "$bin" || bin=linux-binary-unsigned-$rel
 	is_known "$bin" || return 0
 	ver=$("$apt" version "$bin") || exit 3
