@@ -279,8 +279,9 @@ kernels, which each changelog gives; no verdict depends on timing.
 
 Patch 1 adds the shared helpers and the "readahead" category, run by
 "make -C tools/testing/selftests TARGETS=mm run_tests" through
-ksft_readahead.sh. Every later patch adds one test and needs only
-patch 1, so that each can travel with the fix series it checks.'''.strip(),
+ksft_readahead.sh. Every later patch adds one test; its Makefile,
+run_vmtests.sh and MAINTAINERS lines sit next to those of the patch
+before it, so the series applies in order.'''.strip(),
            '', 'What each test catches, and where it fails (FAIL = the '
            'kernel has the bug):', '']
     for name in names:
