@@ -26,6 +26,7 @@
 # --taps DIR keeps each column's TAP as DIR/<column>.tap, and a column
 # whose TAP is already there is not run again: a matrix can be run a
 # few columns at a time and tabulated whole at the end.
+# RA_MATRIX_JOBS (default 2) columns run at the same time.
 # Exit status: 0 when every cell is as expected, 1 otherwise, 2 on usage
 # errors, 3 when a kernel cannot be built, fetched or booted.
 set -euo pipefail
@@ -93,13 +94,21 @@ if [ ${#wanted[@]} -gt 0 ]; then
 	done < "$out/images"
 fi
 
-infra=0
+# Every column must be known before anything runs.
 for col in "${columns[@]}"; do
-	rc=0
-	if have_tap "$col"; then
-		echo "== $col: kept in $tapdir" >&2
-		continue
-	elif [ -n "${image[$col]+x}" ]; then
+	have_tap "$col" || [ -n "${image[$col]+x}" ] || [[ $col == debian-* ]] ||
+		[ "$col" = "$host" ] || {
+		echo "unknown column $col (not this machine's $host, debian-*, or in validation/configurations)" >&2
+		exit 2
+	}
+done
+
+# One column's suite run, into $tapdir/<col>.tap.part; its exit status
+# into $out/<col>.rc.
+run_column() {
+	local col=$1 rc=0 patches kargs
+
+	if [ -n "${image[$col]+x}" ]; then
 		patches=$(paste -sd ' ' "$(dirname "${image[$col]}")/patches")
 		echo "== $col: linux-source-7.3 ${patches:-(pristine)}" >&2
 		"$top/vm/run-vm.sh" --kernel "${image[$col]}" --timeout "$timeout" \
@@ -107,20 +116,44 @@ for col in "${columns[@]}"; do
 			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || rc=$?
 	elif [[ $col == debian-* ]]; then
 		echo "== $col" >&2
-		kargs=$("$top/vm/debian-kernel.sh" "${col#debian-}" |
-			sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') || exit 3
-		# shellcheck disable=SC2086 # two options and their paths
-		"$top/vm/run-vm.sh" --timeout "$timeout" ${full[@]+"${full[@]}"} $kargs \
-			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || rc=$?
-	elif [ "$col" = "$host" ]; then
+		if kargs=$("$top/vm/debian-kernel.sh" "${col#debian-}" 2> "$out/$col.err" |
+			   sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') &&
+		   [ -n "$kargs" ]; then
+			# shellcheck disable=SC2086 # two options and their paths
+			"$top/vm/run-vm.sh" --timeout "$timeout" ${full[@]+"${full[@]}"} $kargs \
+				> "$tapdir/$col.tap.part" 2>> "$out/$col.err" || rc=$?
+		else
+			: > "$tapdir/$col.tap.part"
+			rc=3
+		fi
+	else
 		echo "== $col: this machine" >&2
 		# make exits 2 when a test fails: the TAP tells.
 		READAHEAD_FULL_RUN=${full:+1} make -s -C "$top" run_tests \
 			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || true
-	else
-		echo "unknown column $col (not this machine's $host, debian-*, or in validation/configurations)" >&2
-		exit 2
 	fi
+	echo "$rc" > "$out/$col.rc"
+}
+
+# Columns run RA_MATRIX_JOBS at a time (default 2: each guest has one
+# vCPU, and a run's verdicts do not depend on its speed).
+jobs_max=${RA_MATRIX_JOBS:-2}
+for col in "${columns[@]}"; do
+	if have_tap "$col"; then
+		echo "== $col: kept in $tapdir" >&2
+		continue
+	fi
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+		wait -n || true
+	done
+	run_column "$col" &
+done
+wait
+
+infra=0
+for col in "${columns[@]}"; do
+	[ -f "$out/$col.rc" ] || continue
+	rc=$(cat "$out/$col.rc")
 	if [ "$rc" -le 1 ]; then
 		mv "$tapdir/$col.tap.part" "$tapdir/$col.tap"
 	else
