@@ -169,8 +169,8 @@ tap_of() {
 	if [ -f "$tapdir/$1.tap" ]; then echo "$tapdir/$1.tap"; else echo "$out/$1.tap"; fi
 }
 
-# One row per test: for each column "expected/seen figure/bound".
-# The figure is the last "N major faults, bound B" line of the test.
+# One row per test: for each column "expected/seen figure/bound", the
+# figure as scripts/tap-figures.awk picks it.
 bad=0
 {
 	printf '| test |'
@@ -179,17 +179,9 @@ bad=0
 	for col in "${columns[@]}"; do printf -- '---|'; done
 	printf '\n'
 	for col in "${columns[@]}"; do
-		awk -v col="$col" '
-			match($0, /: [0-9]+ major faults, bound [0-9]+, ra_pages/) {
-				split(substr($0, RSTART + 2, RLENGTH), f, /[ ,]+/)
-				last = f[1] "/" f[5] }
-			/^(# )*(not )?ok [0-9]+ [a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+/ {
-				line = $0; sub(/^(# )*/, "", line)
-				n = split(line, w, " ")
-				if (w[1] == "not") { v = "FAIL"; name = w[4] }
-				else { v = (line ~ /# SKIP/) ? "skip" : "ok"; name = w[3] }
-				print name "\t" col "\t" v "\t" (v == "skip" ? "" : last)
-				last = "" }' "$(tap_of "$col")"
+		awk -f "$top/scripts/tap-figures.awk" "$(tap_of "$col")" |
+			awk -F '|' -v col="$col" '{
+				print $1 "\t" col "\t" $2 "\t" ($2 == "skip" || $3 == "" ? "" : $3 "/" $4) }'
 	done > "$out/seen.tsv"
 	awk -F '\t' -v cols="${columns[*]}" -v seenf="$out/seen.tsv" '
 		function row(t, known,    i, e, g, mark) {
