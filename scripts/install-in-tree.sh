@@ -124,18 +124,22 @@ while read -r line; do
 done < "$top/config"
 
 # run_vmtests.sh: the category in usage() (after the last one, before the
-# "example:" line) and its run_test lines (before the summary).
+# "example:" line) and its run_test lines (before the summary), both
+# taken from run_vmtests-snippet.sh.
+snippet=$top/run_vmtests-snippet.sh
 if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
+	USAGE=$(sed -n '/^# usage:$/,/^#$/{ /^#- /s/^#//p; /^#\t/s/^#//p; }' "$snippet") \
 	awk '/^$/ && !u { held++; next }
-		/^example: / && !u {
-			print "- readahead"
-			print "\tmmap readahead: major faults of patterned reads of cold files"
-			u = 1 }
+		/^example: / && !u { print ENVIRON["USAGE"]; u = 1 }
 		{ for (; held; held--) print ""; print }' \
 		"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 fi
 for t in $tests; do
 	line="CATEGORY=\"readahead\" run_test ./$t"
+	grep -qxF "$line" "$snippet" || {
+		echo "install-in-tree: $t has no run_test line in run_vmtests-snippet.sh" >&2
+		exit 1
+	}
 	if grep -q '^CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
 		add_after_last '^CATEGORY="readahead" run_test' "$line" \
 			"$mm/run_vmtests.sh"

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The "readahead" category of tools/testing/selftests/mm/run_vmtests.sh.
+# scripts/install-in-tree.sh adds the usage lines (without their leading
+# '#') to the category list in usage(), before its "example:" line, and
+# the run_test line of each test it installs before the SUMMARY line; on
+# 7.x trees ksft_readahead.sh runs the category.
+#
+# usage:
+#- readahead
+#	mmap readahead: major faults of patterned reads of cold files
+#
+# run_test:
+CATEGORY="readahead" run_test ./readahead_async_marker
+CATEGORY="readahead" run_test ./readahead_descending
+CATEGORY="readahead" run_test ./readahead_exec_mapping
+CATEGORY="readahead" run_test ./readahead_random_reader
+CATEGORY="readahead" run_test ./readahead_read_around
+CATEGORY="readahead" run_test ./readahead_sticky_miss
+CATEGORY="readahead" run_test ./readahead_vma_boundary
