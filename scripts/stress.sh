@@ -181,7 +181,7 @@ vm_run() {
 last=
 for s in $kernels; do
 	[ "$vm_runs" -gt 0 ] || [ "$smp" = 1 ] || break
-	vm/debian-kernel.sh "$s" > "$work/kernel" 2> "$work/kernel.err" ||
+	"$top/vm/debian-kernel.sh" "$s" > "$work/kernel" 2> "$work/kernel.err" ||
 		die "Debian $s kernel: $(tail -n 1 "$work/kernel.err")"
 	kernel=$(sed -n 's/^KERNEL=//p' "$work/kernel")
 	modules=$(sed -n 's/^MODULES=//p' "$work/kernel")

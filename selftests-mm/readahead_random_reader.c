@@ -50,7 +50,7 @@
  * or more on each side): at 8192 everything (bounds 45 to 362, 5.7x to
  * 45x from both sides); at 128 only single pages, runs of 2 and strides
  * on 4 KiB folios (bounds 5 and 8, 4x to 6x). The other combinations
- * print that they are not measured: there one read-around is no more
+ * print that they are not judged: there one read-around is no more
  * than 8 times what a healthy kernel reads.
  */
 #define _GNU_SOURCE
@@ -78,9 +78,9 @@
 #define FMT_PASS \
 	"%s, read_ahead_kb %lu: %ld pages for %ld runs (%ld.%02ld each)%s, bound %lu (healthy %lu); warm-up %ld major faults\n"
 #define FMT_FAIL \
-	"%s: %ld pages for %ld runs, bound %lu per run, ra_pages %lu, folio %lu bytes; "
+	"%s: %ld.%02ld pages per run (%ld pages, %ld runs), bound %lu per run, ra_pages %lu, folio %lu bytes; "
 #define FMT_NOT_JUDGED \
-	"%s, read_ahead_kb %lu: not measured, ra_pages %lu hold fewer than 16 runs of %lu pages\n"
+	"%s, read_ahead_kb %lu: not judged by design, a window of %lu pages holds fewer than 16 runs of %lu pages\n"
 #define SUSPECT \
 	"suspected: random faults past MMAP_LOTSAMISS still read around (mmap_miss back at or under the limit, or no mmap_miss gate)"
 
@@ -395,7 +395,9 @@ static bool one_pass(struct __test_metadata *_metadata, struct reader *r,
 		       fig.warm_majflt);
 	if (!ok)
 		ksft_print_msg(FMT_FAIL SUSPECT "\n", pattern_name[pat],
-			       fig.pages, fig.runs, bound, ra_pages(&r->fs),
+			       fig.pages / fig.runs,
+			       fig.pages * 100 / fig.runs % 100, fig.pages,
+			       fig.runs, bound, ra_pages(&r->fs),
 			       ra_folio_size(&r->fs));
 	return ok;
 }
