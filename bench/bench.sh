@@ -17,15 +17,22 @@
 #                   too), built or reused by validation/build-kernel.sh,
 #                   run in QEMU
 #   <path>          a kernel image with loop, ext4 and xfs built in, run
-#                   in QEMU
+#                   in QEMU (a word with a "/")
+# Every name is checked before the first kernel runs.
 #
 # fio's progress lines and a line per run are printed as the bench goes;
 # each kernel's whole output (fio's JSON included) is kept in the logs
 # directory (default /var/cache/readahead-selftests/bench/logs).
-# --only REGEX runs only the job sections whose names match.
+# --only REGEX runs only the job sections whose names match (BENCH_ONLY
+# in the environment is ignored). One bench at a time per logs directory.
+# A kernel that did not run, or not completely, gets a line on stderr
+# with the last error line of its log. Ctrl-C or SIGTERM stops the whole
+# bench and writes nothing but the logs.
 #
 # Exit status: 0 when every kernel ran; 1 when one did not (its column
-# is left out, RESULTS.md says so); 2 usage; 3 when nothing ran.
+# is left out, RESULTS.md says so); 2 usage (unknown kernel, bad --only,
+# unwritable --results or --chart); 3 when nothing ran, not root, or
+# another bench holds the logs directory; 130/143 on SIGINT/SIGTERM.
 
 set -euo pipefail
 
@@ -55,14 +62,30 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "${kernels// /}" ] || usage
+[ "$(id -u)" = 0 ] || { echo "$prog: needs root (loop devices, mount, $logs)" >&2; exit 3; }
+# run-jobs.sh would read it on the host; --only is passed on explicitly.
+unset BENCH_ONLY
+# test -w says yes to root even where writing fails (/proc): try it.
+for f in "$results" "$chart"; do
+	if [ -d "$f" ] || ! probe=$(mktemp -p "$(dirname "$f")" .bench.XXXXXX 2>/dev/null); then
+		echo "$prog: cannot write '$f'" >&2
+		exit 2
+	fi
+	rm -f "$probe"
+done
+"$here/run-jobs.sh" --list ${only:+--only "$only"} >/dev/null || exit
 for tool in fio xfs_io gnuplot python3; do
 	command -v "$tool" >/dev/null ||
 		{ echo "$prog: $tool not found (make deps)" >&2; exit 3; }
 done
-mkdir -p "$logs"
+mkdir -p "$logs" || { echo "$prog: cannot make the logs directory '$logs'" >&2; exit 3; }
+exec 9<"$logs"
+flock -n 9 || { echo "$prog: another bench is running (logs $logs)" >&2; exit 3; }
 
-# The terminal gets the progress lines, not the JSON.
+# The terminal gets the progress lines, not the JSON. Like tee it
+# outlives a stop, to pass on what the runner says while it cleans up.
 show() {
+	trap '' INT TERM
 	awk '
 	/^@@bench-run / { sub(/^@@bench-run /, "  done: "); print; skip = 1; fflush(); next }
 	/^@@bench-end/ { skip = 0; next }
@@ -71,47 +94,99 @@ show() {
 }
 
 # Validation configuration names, when validation/ has them.
-validation_name() {
+configs=
+if [ -x "$top/validation/build-kernel.sh" ]; then
+	configs=$("$top/validation/build-kernel.sh" --list 2>/dev/null) || configs=
+fi
+
+# What kernel name $1 is: host, series, path or the validation
+# configuration's name; status 1 when none.
+resolve() {
 	local name
 
-	[ -x "$top/validation/build-kernel.sh" ] || return 1
-	for name in "$1" "v$1"; do
-		if "$top/validation/build-kernel.sh" --list 2>/dev/null | grep -qxF -- "$name"; then
-			echo "$name"
-			return 0
-		fi
-	done
-	return 1
+	if [ "$1" = host ]; then
+		echo host
+	elif [[ $1 == */* ]]; then
+		[ -f "$1" ] && echo path
+	elif [[ $1 =~ ^[0-9]+\.[0-9]+$ ]]; then
+		echo series
+	else
+		for name in "$1" "v$1"; do
+			if grep -qxF -- "$name" <<<"$configs"; then
+				echo "$name"
+				return 0
+			fi
+		done
+		return 1
+	fi
 }
 
-# Run the bench on one kernel, output on stdout; status as run-vm.sh's.
+kinds=()
+for k in $kernels; do
+	kind=$(resolve "$k") || {
+		echo "$prog: unknown kernel '$k' (host, a series, a validation" \
+			"configuration or an existing image path)" >&2
+		exit 2
+	}
+	kinds+=("$kind")
+done
+
+# Run the bench on kernel $1 of kind $2, output on stdout; status as
+# run-vm.sh's.
 run_one() {
-	local k=$1 kernel='' modules='' out name
+	local k=$1 kernel='' modules='' out
 	local -a vm_env=()
 
 	[ -z "$only" ] || vm_env=(--env "BENCH_ONLY=$only")
-	if [ "$k" = host ]; then
+	case $2 in
+	host)
 		nice -n 10 "$here/run-jobs.sh" ${only:+--only "$only"}
 		return
-	elif [[ $k == */* ]]; then
+		;;
+	path)
 		kernel=$k
-	elif [[ $k =~ ^[0-9]+\.[0-9]+$ ]]; then
+		;;
+	series)
 		out=$("$top/vm/debian-kernel.sh" "$k") || return 3
 		kernel=$(sed -n 's/^KERNEL=//p' <<<"$out")
 		modules=$(sed -n 's/^MODULES=//p' <<<"$out")
-	elif name=$(validation_name "$k"); then
-		out=$(nice -n 10 "$top/validation/build-kernel.sh" "$name") || return 3
-		kernel=$(awk -F '\t' -v n="$name" '$1 == n { print $2 }' <<<"$out")
-	else
-		echo "$prog: unknown kernel '$k' (host, a series, a validation" \
-			"configuration or an image path)" >&2
-		return 2
-	fi
+		;;
+	*)
+		out=$(nice -n 10 "$top/validation/build-kernel.sh" "$2") || return 3
+		kernel=$(awk -F '\t' -v n="$2" '$1 == n { print $2 }' <<<"$out")
+		;;
+	esac
 	[ -n "$kernel" ] || { echo "$prog: no kernel image for '$k'" >&2; return 3; }
 	nice -n 10 "$top/vm/run-vm.sh" --kernel "$kernel" \
 		${modules:+--modules "$modules"} --mem 2G --smp 2 --timeout 1800 \
 		--build "$here" --runner "$here/run-jobs.sh" \
 		--program fio --program xfs_io ${vm_env[@]+"${vm_env[@]}"}
+}
+
+keep() {
+	trap '' INT TERM
+	tee -a "$1"
+}
+
+# The running kernel's jobs are a process group of their own: a stop
+# ends all of it and waits for its cleanup (loop devices, mounts, QEMU).
+job=
+# shellcheck disable=SC2317 # called from the traps
+stop() {
+	trap '' INT TERM
+	if [ -n "$job" ]; then
+		kill -TERM -- "-$job" 2>/dev/null || true
+		wait "$job" || true
+	fi
+	echo "$prog: stopped, no results written (logs in $logs)" >&2
+	exit "$1"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
+
+# The last "program: message" line of log $1.
+last_error() {
+	grep -E '^[[:alnum:]_.-]+: .' "$1" | grep -v 'exited with status' | tail -n 1
 }
 
 failed=()
@@ -126,18 +201,24 @@ for k in $kernels; do
 	echo "@@bench-label $k $how" >"$log"
 	echo "@@bench-load $(cut -d ' ' -f 1 /proc/loadavg)" >>"$log"
 	rc=0
-	run_one "$k" 2>&1 | tee -a "$log" | show || rc=$?
+	set -m
+	(run_one "$k" "${kinds[i - 1]}" 2>&1 | keep "$log" | show) </dev/null &
+	job=$!
+	set +m
+	wait "$job" || rc=$?
+	job=
 	echo "@@bench-load $(cut -d ' ' -f 1 /proc/loadavg)" >>"$log"
-	[ "$rc" = 0 ] || failed+=("$k (status $rc)")
+	if [ "$rc" != 0 ]; then
+		failed+=("$prog: not complete on $k (status $rc): $(last_error "$log" || echo 'no error line')")
+	fi
 	logfiles+=("$log")
 done
+trap - INT TERM
+[ ${#failed[@]} -eq 0 ] || printf '%s\n' "${failed[@]}" >&2
 
 command="make bench KERNELS=\"$kernels\""
 [ -z "$only" ] || command="bench/bench.sh --kernels \"$kernels\" --only '$only'"
 python3 "$here/report.py" --results "$results" --chart "$chart" \
 	--command "$command" "${logfiles[@]}" || exit 3
 echo "# wrote $results and $chart"
-if [ ${#failed[@]} -gt 0 ]; then
-	echo "$prog: not complete on: ${failed[*]}" >&2
-	exit 1
-fi
+[ ${#failed[@]} -eq 0 ] || exit 1

@@ -10,6 +10,14 @@ and kernel: major faults (fio's majf, summed over a section's jobs), MiB
 read from the loop device, and the fio runtime as a ratio to the first
 kernel of the same kind (QEMU or host) that ran the workload: under TCG
 absolute times mean little, and host and guest times are not comparable.
+
+A record is a "@@bench-run" line of key=value fields, fio's JSON and a
+"@@bench-end" line; a damaged one (cut short, bad header, bad JSON, a fio
+error) is skipped with a warning on stderr. Kernels that did not run, or
+not every workload, are listed with the last error line of their log.
+
+Exit status: 0 written; 1 no results in any log; 3 a log, RESULTS.md or
+the chart could not be read or written.
 """
 
 import argparse
@@ -20,13 +28,76 @@ import subprocess
 import sys
 import tempfile
 
-RUN_RE = re.compile(r'^@@bench-run ([^\n]*)\n(.*?)^@@bench-end$', re.S | re.M)
+FIELDS = ('fs', 'ra_kb', 'job', 'read_ios', 'read_sectors')
+
+
+class Fatal(Exception):
+    """An error that ends the report with one line and status 3."""
+
+
+def warn(msg):
+    print(f'report.py: {msg}', file=sys.stderr)
+
+
+def records(text):
+    """Yield (header, body, problem) per record; problem None when whole."""
+    head, body = None, []
+    for line in text.split('\n'):
+        if line.startswith('@@bench-run'):
+            if head is not None:
+                yield head, None, 'cut short (no @@bench-end)'
+            head, body = line[len('@@bench-run'):], []
+        elif line == '@@bench-end' and head is not None:
+            yield head, '\n'.join(body), None
+            head = None
+        elif head is not None:
+            body.append(line)
+    if head is not None:
+        yield head, None, 'cut short at the end of the log'
+
+
+def parse_run(head, body):
+    """Return (key, figures) of a record, or raise ValueError."""
+    kv = {}
+    for field in head.split():
+        if '=' not in field:
+            raise ValueError(f"bad field '{field}'")
+        k, v = field.split('=', 1)
+        kv[k] = v
+    missing = [k for k in FIELDS if k not in kv]
+    if missing:
+        raise ValueError('no ' + ', '.join(missing))
+    try:
+        data = json.loads(body)
+    except ValueError as e:
+        raise ValueError(f'bad JSON ({e})') from None
+    jobs = data.get('jobs') if isinstance(data, dict) else None
+    if not jobs:
+        raise ValueError('no jobs in the JSON')
+    errs = [j.get('error') for j in jobs if j.get('error')]
+    if errs:
+        raise ValueError(f'fio error {errs[0]}')
+    try:
+        figures = {
+            'majf': sum(int(j['majf']) for j in jobs),
+            'mib': int(kv['read_sectors']) * 512 / 2**20,
+            'ios': int(kv['read_ios']),
+            'ms': max(int(j['job_runtime']) for j in jobs),
+        }
+        key = (kv['job'], kv['fs'], int(kv['ra_kb']))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f'bad figure ({e!r})') from None
+    return key, figures
 
 
 def parse_log(path):
-    """Return (label, how, release, {workload: figures}, [load], error)."""
-    with open(path, encoding='utf-8', errors='replace') as f:
-        text = f.read()
+    """Return (label, how, release, {workload: figures}, [load], error,
+    number of bad records)."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            text = f.read()
+    except OSError as e:
+        raise Fatal(f'cannot read {path}: {e.strerror}') from None
     m = re.search(r'^@@bench-label (\S+) (\S+)', text, re.M)
     label, how = (m.group(1), m.group(2)) if m else (os.path.basename(path), 'qemu')
     m = re.search(r'^@@bench-kernel (\S+)', text, re.M)
@@ -35,25 +106,35 @@ def parse_log(path):
     # Why a kernel gave nothing: the last "program: message" line.
     errors = [e for e in re.findall(r'^[\w.-]+: .+$', text, re.M)
               if 'exited with status' not in e]
-    runs_error = errors[-1] if errors else 'no output'
+    runs_error = errors[-1] if errors else None
     runs = {}
-    for m in RUN_RE.finditer(text):
-        kv = dict(f.split('=', 1) for f in m.group(1).split())
-        try:
-            data = json.loads(m.group(2))
-        except ValueError:
-            continue
-        jobs = data.get('jobs', [])
-        if not jobs or any(j.get('error') for j in jobs):
-            continue
-        key = (kv['job'], kv['fs'], int(kv['ra_kb']))
-        runs[key] = {
-            'majf': sum(j['majf'] for j in jobs),
-            'mib': int(kv['read_sectors']) * 512 / 2**20,
-            'ios': int(kv['read_ios']),
-            'ms': max(j['job_runtime'] for j in jobs),
-        }
-    return label, how, release, runs, load, runs_error
+    bad = 0
+    for head, body, problem in records(text):
+        if problem is None:
+            try:
+                key, figures = parse_run(head, body)
+                runs[key] = figures
+                continue
+            except ValueError as e:
+                problem = str(e)
+        m = re.search(r'(?:^|\s)job=(\S*)', head)
+        job = m.group(1) if m else '?'
+        warn(f'{path}: job {job}: {problem}, skipped')
+        bad += 1
+    return label, how, release, runs, load, runs_error, bad
+
+
+def partly_why(k, order):
+    """What a kernel that ran only partly lacks, and its last error."""
+    why = []
+    if len(k['runs']) < len(order):
+        why.append(f"{len(order) - len(k['runs'])} of {len(order)} "
+                   'workloads missing')
+    if k['bad']:
+        why.append(f"{k['bad']} damaged record{'s' if k['bad'] > 1 else ''}")
+    if k['error']:
+        why.append(f"`{k['error']}`")
+    return ', '.join(why)
 
 
 def workload_order(kernels):
@@ -144,9 +225,19 @@ set title 'major faults (fio majf, log scale)'
 unset multiplot
 """
     try:
-        subprocess.run(['gnuplot'], input=script, text=True, check=True)
+        # A set output that fails leaves the PNG on stdout.
+        p = subprocess.run(['gnuplot'], input=script, text=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           check=False)
+    except OSError as e:
+        raise Fatal(f'cannot run gnuplot: {e.strerror}') from None
     finally:
         os.unlink(data)
+    said = [line.strip() for line in p.stderr.splitlines() if line.strip()]
+    if p.returncode:
+        raise Fatal(f'gnuplot failed on {chart}: '
+                    f"{said[-1] if said else f'status {p.returncode}'}")
+    sys.stderr.write(p.stderr)
 
 
 def main():
@@ -157,9 +248,21 @@ def main():
     ap.add_argument('logs', nargs='+')
     args = ap.parse_args()
 
+    try:
+        return report(args)
+    except Fatal as e:
+        warn(str(e))
+        return 3
+    except OSError as e:
+        warn(f'{e.filename}: {e.strerror}' if e.filename else str(e))
+        return 3
+
+
+def report(args):
+    """Write RESULTS.md and the chart from the logs; the exit status."""
     kernels = []
     for path in args.logs:
-        label, how, release, runs, load, error = parse_log(path)
+        label, how, release, runs, load, error, bad = parse_log(path)
         # 6.18.15+deb13-cloud-amd64 -> 6.18.15
         short = re.split(r'[+-]', release)[0] if release else None
         col = label if not short or short == label else f'{label} ({short})'
@@ -167,13 +270,14 @@ def main():
             col = f'host {short}' if short else 'host'
         kernels.append({'label': label, 'how': how, 'release': release,
                         'runs': runs, 'col': col, 'load': load,
-                        'error': error})
+                        'error': error, 'bad': bad})
     ran = [k for k in kernels if k['runs']]
     missing = [k for k in kernels if not k['runs']]
     if not ran:
-        print('report.py: no results in the logs', file=sys.stderr)
+        warn('no results in the logs ' + ', '.join(args.logs))
         return 1
     order = workload_order(ran)
+    partly = [k for k in ran if k['bad'] or len(k['runs']) < len(order)]
 
     out = []
     out.append('# fio workloads: readahead cost per kernel\n')
@@ -186,7 +290,11 @@ def main():
                'kernel in QEMU (TCG, 2 vCPUs, 2 GiB).\n')
     if missing:
         out.append('Did not run: ' + '; '.join(
-            f"{k['label']} (`{k['error']}`)" for k in missing) + '.\n')
+            f"{k['label']} (`{k['error'] or 'no output'}`)"
+            for k in missing) + '.\n')
+    if partly:
+        out.append('Ran only partly: ' + '; '.join(
+            f"{k['label']} ({partly_why(k, order)})" for k in partly) + '.\n')
     out.append('## Major faults\n')
     out.append('fio\'s `majf`, summed over the jobs of a section.\n')
     out.append(table(ran, order, lambda k, key, r: str(r['majf'])))
@@ -205,8 +313,11 @@ def main():
                    'kernel (other work shares the CPUs; time ratios move '
                    'with it): ' + '; '.join(loads) + '.')
     out.append('')
-    with open(args.results, 'w', encoding='utf-8') as f:
-        f.write('\n'.join(out))
+    try:
+        with open(args.results, 'w', encoding='utf-8') as f:
+            f.write('\n'.join(out))
+    except OSError as e:
+        raise Fatal(f'cannot write {args.results}: {e.strerror}') from None
     write_chart(ran, order, args.chart)
     return 0
 

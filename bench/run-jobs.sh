@@ -4,10 +4,13 @@
 # Run the fio jobs of bench/jobs/plan on the running kernel (the host or a
 # QEMU guest, as root) and print one record per fio run.
 #
-#   bench/run-jobs.sh [--jobs DIR] [--only REGEX]
+#   bench/run-jobs.sh [--jobs DIR] [--only REGEX] [--list]
 #
 # --only (or BENCH_ONLY in the environment, for a guest) runs only the
-# job sections whose names match the extended regular expression.
+# job sections whose names match the extended regular expression; a bad
+# regex, or one that matches no section of the plan, is a usage error
+# found before any setup. --list prints the runs ("<fs> <ra_kb>
+# <section>", one a line) and exits without running them.
 #
 # For each filesystem of the plan: a 4 GiB sparse image on a private
 # tmpfs, a loop device over it, mkfs, mount, the files laid out by fio
@@ -25,15 +28,21 @@
 # own disk statistics are sampled every 250 ms.
 # Exit status: 0; 1 when a fio run fails; 2 usage; 3 setup failure
 # (tmpfs, loop device, mkfs, mount).
+#
+# Everything lives under one ${TMPDIR:-/tmp}/bench.XXXXXX, removed on exit;
+# when its tmpfs will not unmount, it is left and named on stderr. A run
+# killed with SIGKILL leaves it (tmpfs, loop device, mount) for the
+# administrator: another run may still be using its own.
 
 set -euo pipefail
 
 prog=${0##*/}
 jobs=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/jobs
 only=${BENCH_ONLY:-}
+list=0
 
 usage() {
-	echo "usage: $prog [--jobs DIR] [--only REGEX]" >&2
+	echo "usage: $prog [--jobs DIR] [--only REGEX] [--list]" >&2
 	exit 2
 }
 
@@ -46,10 +55,48 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--jobs) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
 	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
+	--list) list=1; shift ;;
 	*) usage ;;
 	esac
 done
-[ -f "$jobs/plan" ] || usage
+[ -f "$jobs/plan" ] || { echo "$prog: no plan in '$jobs' (--jobs DIR)" >&2; exit 2; }
+
+# The sections of job file $1 that --only selects, one a line.
+sections_of() {
+	local sections
+
+	sections=$(sed -n 's/^\[\([^]]*\)\]$/\1/p' "$1" | grep -vx global || true)
+	[ -z "$only" ] || sections=$(grep -E -- "$only" <<<"$sections" || true)
+	[ -z "$sections" ] || echo "$sections"
+}
+
+# The plan's runs: "<fs> <ra_kb> <job file> <section>", one a line.
+plan_runs() {
+	local fs ra job sec
+
+	while read -r fs ra job _; do
+		case $fs in '' | '#'*) continue ;; esac
+		[ -f "$jobs/$job" ] || die "job file '$job' of the plan is missing"
+		for sec in $(sections_of "$jobs/$job"); do
+			echo "$fs $ra $job $sec"
+		done
+	done <"$jobs/plan"
+}
+
+if [ -n "$only" ]; then
+	err=0
+	msg=$(grep -E -- "$only" 2>&1 </dev/null) || err=$?
+	if [ "$err" = 2 ]; then
+		echo "$prog: bad --only regex '$only': ${msg#grep: }" >&2
+		exit 2
+	fi
+fi
+runs=$(plan_runs)
+[ -n "$runs" ] || { echo "$prog: --only '$only' matches no job section of the plan" >&2; exit 2; }
+if [ "$list" = 1 ]; then
+	awk '{ print $1, $2, $4 }' <<<"$runs"
+	exit 0
+fi
 [ "$(id -u)" = 0 ] || die "needs root (loop devices, mount)"
 for tool in fio losetup mkfs.ext4 mkfs.xfs xfs_io; do
 	command -v "$tool" >/dev/null || die "$tool not found"
@@ -57,9 +104,10 @@ done
 # fio keeps its job state in System V shared memory.
 [ -d /proc/sysvipc ] || die "kernel without System V IPC (CONFIG_SYSVIPC), which fio needs"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX") || die "cannot make a directory in ${TMPDIR:-/tmp}"
 dev=
 cur_fs=
+img_mounted=0
 
 teardown() {
 	if [ -n "$cur_fs" ]; then
@@ -80,9 +128,15 @@ cleanup() {
 	teardown || true
 	# The loop device lets go of its file a moment after losetup -d.
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		umount "$work/img" 2>/dev/null && break
+		[ "$img_mounted" = 1 ] || break
+		umount "$work/img" 2>/dev/null && img_mounted=0
+		[ "$img_mounted" = 1 ] || break
 		sleep 0.5
 	done
+	if [ "$img_mounted" = 1 ]; then
+		echo "$prog: cannot unmount $work/img, left $work" >&2
+		return
+	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -93,6 +147,7 @@ trap 'exit 143' TERM
 # keeps them out of a small /tmp, and does the same on the host.
 mkdir -p "$work/img" "$work/mnt"
 mount -t tmpfs -o size=1700m tmpfs "$work/img" || die "cannot mount a tmpfs"
+img_mounted=1
 
 # fio, quiet except for its progress lines; $1 the directory.
 layout() {
@@ -155,33 +210,24 @@ progress() {
 
 echo "@@bench-kernel $(uname -r)"
 rc=0
-while read -r fs ra job _; do
-	case $fs in '' | '#'*) continue ;; esac
-	[ -f "$jobs/$job" ] || die "job file '$job' of the plan is missing"
-	sections=$(sed -n 's/^\[\([^]]*\)\]$/\1/p' "$jobs/$job" | grep -vx global || true)
-	if [ -n "$only" ]; then
-		sections=$(grep -E -- "$only" <<<"$sections" || true)
-	fi
-	[ -n "$sections" ] || continue
+while read -r fs ra job sec; do
 	if [ "$fs" != "$cur_fs" ]; then
 		teardown
 		echo "# $fs: mkfs, laying out files"
 		setup "$fs"
 	fi
-	for sec in $sections; do
-		echo "$ra" >"/sys/block/${dev##*/}/queue/read_ahead_kb"
-		echo "# $sec on $fs, read_ahead_kb $ra"
-		read -r ios0 sect0 <<<"$(dev_reads)"
-		t0=${EPOCHREALTIME/./}
-		BENCH_MNT=$work/mnt fio --section="$sec" --output-format=json \
-			--output="$work/out.json" --eta=always --eta-interval=2s \
-			"$jobs/$job" | progress || { rc=1; continue; }
-		t1=${EPOCHREALTIME/./}
-		read -r ios1 sect1 <<<"$(dev_reads)"
-		echo "@@bench-run fs=$fs ra_kb=$ra job=$sec read_ios=$((ios1 - ios0))" \
-			"read_sectors=$((sect1 - sect0)) wall_ms=$(((t1 - t0) / 1000))"
-		cat "$work/out.json"
-		echo "@@bench-end"
-	done
-done <"$jobs/plan"
+	echo "$ra" >"/sys/block/${dev##*/}/queue/read_ahead_kb"
+	echo "# $sec on $fs, read_ahead_kb $ra"
+	read -r ios0 sect0 <<<"$(dev_reads)"
+	t0=${EPOCHREALTIME/./}
+	BENCH_MNT=$work/mnt fio --section="$sec" --output-format=json \
+		--output="$work/out.json" --eta=always --eta-interval=2s \
+		"$jobs/$job" | progress || { rc=1; continue; }
+	t1=${EPOCHREALTIME/./}
+	read -r ios1 sect1 <<<"$(dev_reads)"
+	echo "@@bench-run fs=$fs ra_kb=$ra job=$sec read_ios=$((ios1 - ios0))" \
+		"read_sectors=$((sect1 - sect0)) wall_ms=$(((t1 - t0) / 1000))"
+	cat "$work/out.json"
+	echo "@@bench-end"
+done <<<"$runs"
 exit "$rc"
