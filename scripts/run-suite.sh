@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run every readahead selftest in this script's directory through the
-# kselftest runner and print its TAP. Exits 1 when a test failed.
+# kselftest runner and print its TAP. Exits 1 when a test failed; 129,
+# 130, 143 on SIGHUP, SIGINT, SIGTERM.
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
 cd "$BASE_DIR" || exit 1
+# shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"
 # run_many() looks for "settings" in a subdirectory of BASE_DIR only: pass
 # its per-binary timeout on explicitly.
@@ -16,5 +18,9 @@ fi
 
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
+# dash runs no EXIT trap on a signal.
+trap 'rm -f "$out"; exit 129' HUP
+trap 'rm -f "$out"; exit 130' INT
+trap 'rm -f "$out"; exit 143' TERM
 run_many ./readahead_* | tee "$out"
 ! grep -q '^not ok' "$out"
