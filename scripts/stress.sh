@@ -10,7 +10,8 @@
 #                     [--report FILE]
 #
 #   --host N       N runs in a row on the running kernel (default 100)
-#   --vm M         M runs per kernel in QEMU (default 20; 0: none)
+#   --vm M         M runs per kernel in QEMU (default 20; 0: none, but
+#                  the 4-vCPU run still boots unless --no-smp)
 #   --kernels LIST Debian series for vm/debian-kernel.sh (default "6.18 7.3")
 #   --mem SIZE     guest memory of the QEMU runs (default 512M: the
 #                  smallest machines the suite is meant for)
@@ -49,7 +50,7 @@ smp=1
 report=
 
 usage() {
-	sed -n '4,20s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,21s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -60,6 +61,7 @@ die() {
 	exit 3
 }
 
+args="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--host) [ $# -ge 2 ] || usage; host_runs=$2; shift 2 ;;
@@ -232,6 +234,8 @@ record() {
 # table; then every test whose verdict was not the same in all runs of a
 # kind (host, parallel and hog runs count as one kind: the host kernel).
 summarize() {
+	echo "\`scripts/stress.sh${args:+ $args}\` on $(uname -r) ($(nproc) CPUs), $(date -u '+%F %H:%M') UTC"
+	echo
 	echo "| runs | kind | wall time min / median / max (s) | left behind (worst) | runs off the table |"
 	echo "|---|---|---|---|---|"
 	awk -F '\t' '{ print $1 }' "$work/runs" | uniq | while read -r kind; do
