@@ -20,8 +20,15 @@ failed=0
 pass() { echo "PASS: $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
 
-# Loop devices and loop-backed mounts, to compare before and after runs.
-leftovers() { echo "$(losetup -a | wc -l) loops, $(grep -c '^/dev/loop' /proc/mounts) loop mounts"; }
+# Loop devices backed by a test's image (lib/ra_util.c: "image" on a
+# private tmpfs over /tmp, unlinked once attached) and their mounts: what
+# the suite can leave behind. Other jobs' loop devices do not count.
+leftovers() {
+	losetup -l -n -O NAME,BACK-FILE |
+		awk 'NR == FNR { if ($2 == "/tmp/image") { dev[$1]; n++ } next }
+		     $1 in dev { m++ }
+		     END { printf "%d loops, %d loop mounts\n", n, m }' - /proc/mounts
+}
 
 # Wait up to 10 s for the leftovers to drop back to what they were: a
 # killed test's mount namespace is released asynchronously.
