@@ -7,8 +7,15 @@
 #   make install-in-tree KDIR=<kernel tree>
 #                        copy them into tools/testing/selftests/mm of a tree
 #   make checkpatch      checkpatch.pl --strict on every C file
-#   make deps            install what building and running needs (apt)
-#   make check           the project's own tests (needs root)
+#   make deps            install what any target here needs (apt, no
+#                        recommends, nothing upgraded that need not be)
+#   make check           the project's own quick tests, a few minutes
+#                        (needs root)
+#   make check-full      all of them, what .ci/run runs: check, the
+#                        in-tree run, the series, Debian kernels and the
+#                        kill matrix in QEMU, fresh-check
+#   make fresh-check     make deps, run_tests and the in-tree kselftest
+#                        install in a minimal Debian root (mmdebstrap)
 #   make vm-test KERNEL=<image> [MODULES=...] [MEM=2G] [CMDLINE=...]
 #                        run them in QEMU on another kernel
 #   make validate        the kill matrix: every test on every kernel and
@@ -146,14 +153,19 @@ run_tests: all
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	xfsprogs xz-utils bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
-	fio gnuplot-nox
+	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap
 
 deps:
-	apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade $(DEBS)
+	$(TOP)/scripts/deps.sh $(DEBS)
 
 check:
 	$(TOP)/scripts/check.sh
+
+check-full:
+	$(TOP)/scripts/check.sh --full
+
+fresh-check:
+	$(TOP)/scripts/fresh-check.sh
 
 validate: all
 	$(TOP)/validation/matrix.sh --results $(TOP)/validation/RESULTS.md
@@ -172,4 +184,5 @@ clean:
 -include $(TOP)/scripts/intree.mk
 -include $(TOP)/scripts/stress.mk
 
-.PHONY: all run_tests checkpatch install-in-tree clean deps check validate
+.PHONY: all run_tests checkpatch install-in-tree clean deps check \
+	check-full fresh-check validate

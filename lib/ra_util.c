@@ -261,8 +261,9 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * and nothing is created.
  *
  * Return: 0 on success; KSFT_SKIP when the environment cannot run the
- * test (no CAP_SYS_ADMIN, no loop device, filesystem, mkfs tool or block
- * size support); -1 on an unexpected error (errno set).
+ * test (no CAP_SYS_ADMIN, a root that is no mount point, no loop device,
+ * filesystem, mkfs tool or block size support); -1 on an unexpected
+ * error (errno set).
  */
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 {
@@ -284,8 +285,16 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 
 	if (unshare(CLONE_NEWNS))
 		return fs_fail(fs, "unshare(CLONE_NEWNS)");
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+	/*
+	 * In a chroot whose root is no mount point of its own, "/" cannot be
+	 * made private (EINVAL), and mounts made here could propagate out.
+	 */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		if (errno == EINVAL)
+			return fs_skip(fs, "%s",
+				       "/ is no mount point (chroot?): mounts cannot be private");
 		return fs_fail(fs, "making mounts private");
+	}
 	/*
 	 * The image's metadata lives on this tmpfs: let it take at most half
 	 * of MemAvailable, so that on a small machine mkfs runs out of room

@@ -1,15 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The project's own tests: build (gcc and clang, -Werror), checkpatch,
-# the suite on the running kernel against the expected-verdicts table,
-# leftovers after normal and killed runs, bad input and non-root runs, the
-# in-tree install, the validation kernel's patches and config, the suite
-# on Debian's 6.12, 6.18 and 7.3 kernels in QEMU (7.3 also in a 512 MiB
-# guest), and the kill matrix in QEMU. Needs root. Ends with "N passed,
-# N failed".
+# The project's own tests. Needs root. Ends with "N passed, N failed".
+#
+#   scripts/check.sh           (make check) what a contributor runs after
+#                              an edit, a few minutes: the build (gcc and
+#                              clang, -Werror), checkpatch, the fio job
+#                              files, the suite on the running kernel
+#                              against its column of verdicts/expected.tsv,
+#                              leftovers after normal and killed runs,
+#                              non-root runs and bad input
+#   scripts/check.sh --full    (make check-full, what .ci/run runs) adds
+#                              the in-tree install and run, the patch
+#                              series, the validation kernel's patches and
+#                              config, the suite on Debian's 6.12, 6.18 and
+#                              7.3 kernels in QEMU (7.3 also in a 512 MiB
+#                              guest), the kill matrix in QEMU and
+#                              scripts/fresh-check.sh
+#
+# In --full, RA_CHECK_INTREE=0, RA_CHECK_DEBIAN=0, RA_CHECK_MATRIX=0 and
+# RA_CHECK_FRESH=0 leave those parts out.
 set -u
 
+full=0
+case ${1:-} in
+--full) full=1 ;;
+"") ;;
+*) sed -n '6,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 work=$(mktemp -d /var/tmp/ra-check.XXXXXX)
@@ -138,7 +156,7 @@ done
 # mm:ksft_readahead.sh in QEMU on Debian's 7.3 kernel, verdicts against
 # its column. Then the patch series: checkpatch --strict, git am on the
 # pristine tree, W=1 build. RA_CHECK_INTREE=0 leaves both out.
-if [ "${RA_CHECK_INTREE:-1}" = 1 ]; then
+if [ "$full" = 1 ] && [ "${RA_CHECK_INTREE:-1}" = 1 ]; then
 	start=$(date +%s)
 	scripts/intree-test.sh > "$work/intree.log" 2>&1
 	rc=$?
@@ -159,21 +177,23 @@ fi
 
 # The validation kernels: every configuration's patches apply to
 # linux-source-7.3 and the configuration has every option the suite needs.
-if validation/build-kernel.sh --check-patches > "$work/patches.log" 2>&1; then
-	pass "validation patches apply to linux-source-7.3: $(tail -n 1 "$work/patches.log" | sed 's/^[^:]*: //')"
-else
-	fail "validation patches"; tail -5 "$work/patches.log"
-fi
-if validation/build-kernel.sh --check-config > "$work/config.log" 2>&1; then
-	pass "validation kernel config has every needed option"
-else
-	fail "validation kernel config"; tail -5 "$work/config.log"
+if [ "$full" = 1 ]; then
+	if validation/build-kernel.sh --check-patches > "$work/patches.log" 2>&1; then
+		pass "validation patches apply to linux-source-7.3: $(tail -n 1 "$work/patches.log" | sed 's/^[^:]*: //')"
+	else
+		fail "validation patches"; tail -5 "$work/patches.log"
+	fi
+	if validation/build-kernel.sh --check-config > "$work/config.log" 2>&1; then
+		pass "validation kernel config has every needed option"
+	else
+		fail "validation kernel config"; tail -5 "$work/config.log"
+	fi
 fi
 
 # Real kernels: the suite in QEMU on Debian's newest 6.12, 6.18 and 7.3
 # cloud kernels (fetched once into the cache), each against its
 # debian-<series> column. RA_CHECK_DEBIAN=0 leaves it out.
-if [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
+if [ "$full" = 1 ] && [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
 	for s in 6.12 6.18 7.3; do
 		start=$(date +%s)
 		if ! vm/debian-kernel.sh "$s" > "$work/kernel-$s" 2> "$work/kernel-$s.err"; then
@@ -200,7 +220,7 @@ fi
 # A small machine: the suite in a 512 MiB guest on Debian's 7.3 gives the
 # verdicts of the debian-7.3 column (each test skips where MemAvailable is
 # below what it needs). RA_CHECK_DEBIAN=0 leaves it out.
-if [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
+if [ "$full" = 1 ] && [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
 	start=$(date +%s)
 	if ! vm/debian-kernel.sh 7.3 > "$work/kernel-small" 2> "$work/kernel-small.err"; then
 		fail "Debian 7.3 kernel: $(tail -n 1 "$work/kernel-small.err")"
@@ -225,7 +245,7 @@ fi
 # The kill matrix: builds (or reuses) linux-source-7.3 pristine and with
 # each configuration's patches, and runs the suite on each in QEMU.
 # RA_CHECK_MATRIX=0 leaves it out.
-if [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
+if [ "$full" = 1 ] && [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
 	start=$(date +%s)
 	if validation/matrix.sh --only "$(validation/build-kernel.sh --list | paste -sd ,)" \
 		> "$work/matrix.log" 2>&1; then
@@ -233,6 +253,19 @@ if [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
 	else
 		fail "kill matrix"; grep -E 'DIFFERS|no TAP|unknown|error|build' "$work/matrix.log" | head -20
 		tail -3 "$work/matrix.log"
+	fi
+fi
+
+# A minimal Debian root with nothing but make: make deps, make run_tests
+# and the kselftest install of mm. RA_CHECK_FRESH=0 leaves it out.
+if [ "$full" = 1 ] && [ "${RA_CHECK_FRESH:-1}" = 1 ]; then
+	scripts/fresh-check.sh > "$work/fresh.log" 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then
+		pass "$(tail -n 1 "$work/fresh.log")"
+	else
+		fail "$(grep -m1 '^FAIL: ' "$work/fresh.log" | sed 's/^FAIL: //' | grep . ||
+			echo "fresh root (exit $rc): $(tail -n 1 "$work/fresh.log")")"
 	fi
 fi
 

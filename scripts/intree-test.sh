@@ -9,9 +9,12 @@
 # line for every test of the verdict table, and that the verdicts match
 # the table's column for the guest kernel's series.
 #
-#   scripts/intree-test.sh [--host] [--keep DIR] [--kernel K --modules M]
+#   scripts/intree-test.sh [--host | --install-only] [--keep DIR]
+#                          [--kernel K --modules M]
 #
 #   --host        run the install on the running kernel instead of QEMU
+#   --install-only
+#                 stop after the kselftest install and its checks
 #   --keep DIR    work in DIR and keep it (tree, install, TAP)
 #   --kernel, --modules
 #                 guest kernel (default: Debian's 7.3 from
@@ -28,6 +31,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 prog=${0##*/}
 series=7.3
 host=0
+install_only=0
 keep=
 kernel=
 modules=
@@ -44,6 +48,7 @@ infra() {
 while [ $# -gt 0 ]; do
 	case $1 in
 	--host) host=1; shift ;;
+	--install-only) install_only=1; shift ;;
 	--keep) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
 	--kernel) [ $# -ge 2 ] || usage; kernel=$2; shift 2 ;;
 	--modules) [ $# -ge 2 ] || usage; modules=$2; shift 2 ;;
@@ -60,7 +65,7 @@ else
 fi
 src=${RA_SOURCE:-$("$top/vm/debian-apt.sh" source "$series")} ||
 	infra "linux-source-$series: download failed"
-if [ "$host" = 0 ] && [ -z "$kernel" ]; then
+if [ "$host" = 0 ] && [ "$install_only" = 0 ] && [ -z "$kernel" ]; then
 	fetched=$("$top/vm/debian-kernel.sh" "$series") ||
 		infra "Debian's $series kernel: download failed"
 	kernel=$(sed -n 's/^KERNEL=//p' <<< "$fetched")
@@ -91,6 +96,21 @@ grep -qx 'mm:ksft_readahead.sh' "$work/install/kselftest-list.txt" || {
 	echo "FAIL: mm:ksft_readahead.sh is not in kselftest-list.txt"
 	bad=1
 }
+for t in "$top"/selftests-mm/*.c; do
+	t=$(basename "$t" .c)
+	[ -x "$work/install/mm/$t" ] || {
+		echo "FAIL: $t is not in the install"
+		bad=1
+	}
+done
+if [ "$install_only" = 1 ]; then
+	if [ "$bad" = 0 ]; then
+		echo "in-tree $series: kselftest install of mm: pass"
+	else
+		echo "in-tree $series: kselftest install of mm: fail${keep:+ (kept in $keep)}"
+	fi
+	exit "$bad"
+fi
 
 # Run it as KernelCI does: the install directory, one collection:test.
 # shellcheck disable=SC2016 # expanded in the guest

@@ -22,6 +22,9 @@
 #   vm/debian-apt.sh [--cache DIR] source SERIES
 #       extract Debian's linux-source-SERIES tarball from its package
 #       (once) and print the tarball's path
+#   vm/debian-apt.sh sources
+#       the machine's own Debian suites as "deb URI SUITE main" lines
+#       (for a root built from the same mirror, see scripts/fresh-check.sh)
 #
 # The private state lives under DIR/apt (default
 # /var/cache/readahead-selftests/apt, or RA_APT_CACHE): its own sources
@@ -46,7 +49,7 @@ die() {
 }
 
 usage() {
-	sed -n '4,24s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,27s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -76,10 +79,26 @@ apt_opts=(
 	-o Debug::NoLocking=1
 )
 
-# The machine's Debian mirror and suites, from apt's own index targets.
+# The machine's Debian mirror and suites, from apt's own index targets:
+# the suites of its release (bookworm, bookworm-updates, ...), not other
+# vendors' repositories.
 machine_sources() {
+	local codename
+
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	[ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
 	apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-		'Identifier: Packages' 2>/dev/null | sort -u
+		'Identifier: Packages' 2>/dev/null |
+		awk -v c="$codename" '$2 == c || index($2, c "-") == 1' | sort -u
+}
+
+# "deb URI SUITE main" for each of the machine's Debian suites.
+debian_lines() {
+	local uri suite comp
+
+	while read -r uri suite comp; do
+		[ "$comp" = main ] && echo "deb $uri $suite main"
+	done < <(machine_sources)
 }
 
 # The mirror the extra suites come from, with a trailing slash.
@@ -93,16 +112,12 @@ mirror() {
 
 write_sources() {
 	local mirror keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-	local uri suite comp suites=
+	local suite
 
 	mirror=$(mirror)
 	[ -f "$keyring" ] || die "$keyring missing (package debian-archive-keyring)"
 	{
-		while read -r uri suite comp; do
-			[ "$comp" = main ] || continue
-			echo "deb [signed-by=$keyring] $uri $suite main"
-			suites="$suites $suite"
-		done < <(machine_sources)
+		debian_lines | sed "s|^deb |deb [signed-by=$keyring] |"
 		for suite in $extra_suites; do
 			echo "deb [signed-by=$keyring] $mirror $suite main"
 		done
@@ -177,6 +192,14 @@ pool_one() {
 	fi
 	echo "$cache/debs/$name"
 }
+
+if [ "$cmd" = sources ]; then
+	[ $# -eq 0 ] || usage
+	lines=$(debian_lines)
+	[ -n "$lines" ] || die "no Debian suite with a main component in the machine's apt sources"
+	echo "$lines"
+	exit 0
+fi
 
 mkdir -p "$cache/debs" || die "cannot create $cache"
 exec 9> "$cache/.lock"

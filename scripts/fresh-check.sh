@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Prove that "make deps" installs everything the suite and the in-tree
+# kselftest install need, on a Debian root that has nothing else.
+#
+#   scripts/fresh-check.sh [--keep DIR]
+#
+# Builds a minimal root of the machine's Debian release with mmdebstrap
+# (--variant=minbase plus make, from the machine's own mirror and suites:
+# vm/debian-apt.sh sources), copies the checkout's files into it (tracked
+# and untracked, not ignored: no build/), and runs there, with /dev, /proc
+# and /sys of the machine bound in:
+#
+#   make deps                        the project's package list
+#   make run_tests                   verdicts against the running
+#                                    kernel's column of verdicts/expected.tsv
+#   scripts/intree-test.sh --install-only
+#                                    fresh 7.3 tree, make headers, the
+#                                    kselftest install of mm
+#
+# The root's package and source caches start empty. On a failure, one
+# line names the step and the first missing command, header or Python
+# module found in its log, with the package that provides it on this
+# machine. --keep DIR builds the root in DIR and leaves it there.
+#
+# Runs in a mount namespace of its own: its bind mounts end with it, even
+# when it is killed. The root is bound onto itself, so that its "/" is a
+# mount point, as the tests' private mount namespaces need. Needs root. Exit status: 0 when every step passes, 1
+# when one fails, 2 on usage errors, 3 when the root cannot be built.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+prog=${0##*/}
+keep=
+
+usage() {
+	sed -n '/^#   scripts\/fresh-check.sh/p' "$0" | sed 's/^# *//' >&2
+	exit 2
+}
+infra() {
+	echo "$prog: $*" >&2
+	exit 3
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--keep) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
+	*) usage ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || infra "needs root (chroot, mounts, the suite)"
+command -v mmdebstrap > /dev/null || infra "mmdebstrap not found (make deps)"
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ -n "$codename" ] || infra "no VERSION_CODENAME in /etc/os-release"
+sources=$("$top/vm/debian-apt.sh" sources) || exit 3
+
+if [ -n "$keep" ]; then
+	mkdir -p "$keep"
+	work=$(cd "$keep" && pwd)
+else
+	work=$(mktemp -d /var/tmp/ra-fresh.XXXXXX)
+	trap 'rm -rf --one-file-system "$work"' EXIT
+	trap 'exit 130' INT TERM HUP
+fi
+root=$work/root
+rm -rf --one-file-system "$root"
+
+start=$(date +%s)
+mapfile -t mirrors <<< "$sources"
+# The machine's apt settings on how far to trust its mirror's dates (a
+# snapshot mirror's Release files are past their Valid-Until), so that
+# the root reaches the same mirror as the machine.
+aptopts=()
+while read -r opt; do
+	aptopts+=(--aptopt="$opt")
+done < <(apt-config dump | grep -E '^Acquire::Check-(Valid-Until|Date) ' | sort -u)
+if ! mmdebstrap --variant=minbase --include=make --skip=cleanup/apt/lists \
+	"${aptopts[@]}" "$codename" "$root" "${mirrors[@]}" \
+	> "$work/mmdebstrap.log" 2>&1; then
+	tail -5 "$work/mmdebstrap.log" >&2
+	infra "mmdebstrap of $codename failed (log: $work/mmdebstrap.log)"
+fi
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/src"
+git -C "$top" ls-files -z --cached --others --exclude-standard |
+	(cd "$top" && xargs -0 cp --parents -t "$root/src" 2> /dev/null) || true
+[ -f "$root/src/Makefile" ] || infra "copying the checkout into $root/src failed"
+echo "$prog: minimal $codename root in $(( $(date +%s) - start )) s: $root"
+
+# The first missing command, header or module a log names, and the
+# package of this machine that provides it.
+missing() {
+	local log=$1 what kind path pkg
+
+	what=$(grep -m1 -oE "[A-Za-z0-9_.+-]+: (command )?not found|^make(\[[0-9]+\])?: [A-Za-z0-9_.+-]+: (No such file or directory|Command not found)|fatal error: [^:]+: No such file or directory|No module named '[^']+'|[A-Za-z0-9_.+-]+ not found \(install" "$log") || return 1
+	case $what in
+	"fatal error"*)
+		kind=header
+		what=${what#fatal error: }
+		what=${what%%: *}
+		path="/usr/include/$what"
+		;;
+	"No module named"*)
+		kind="Python module"
+		what=${what#*\'}
+		what=${what%\'}
+		path="/${what//.//}"
+		;;
+	make*)
+		kind="command"
+		what=${what#*: }
+		what=${what%%: *}
+		path="bin/$what"
+		;;
+	*)
+		kind="command"
+		what=${what%%: *}
+		what=${what%% not found*}
+		path="bin/$what"
+		;;
+	esac
+	pkg=$(dpkg -S "*$path" 2> /dev/null | head -n 1 | cut -d: -f1)
+	echo "$kind $what missing${pkg:+ (package $pkg on this machine)}"
+}
+
+# One step inside the root; its log is kept next to the root.
+step() {
+	local name=$1 cmd=$2 log t0 rc why
+
+	log=$work/$(echo "$name" | tr -c 'a-z0-9\n' '-').log
+	t0=$(date +%s)
+	set +e
+	unshare --mount --propagation private /bin/sh -c '
+		r=$1; shift
+		mount --bind "$r" "$r" &&
+		mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" &&
+		mount --rbind /sys "$r/sys" || exit 3
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root LANG=C.UTF-8 TERM=dumb /bin/sh -c "cd /src && $1"' \
+		sh "$root" "$cmd" > "$log" 2>&1
+	rc=$?
+	set -e
+	if [ "$rc" = 0 ]; then
+		echo "$prog: $name: pass ($(( $(date +%s) - t0 )) s)"
+		return 0
+	fi
+	why=$(missing "$log") || why="exit $rc: $(grep -v '^\s*$' "$log" | tail -n 1)"
+	echo "FAIL: fresh root, $name: $why (log: $log)"
+	[ -n "$keep" ] || cp "$log" "/var/tmp/ra-fresh-$(basename "$log")"
+	[ -n "$keep" ] || echo "$prog: log kept as /var/tmp/ra-fresh-$(basename "$log")"
+	exit 1
+}
+
+column=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
+step "make deps" "make -s deps"
+# The suite fails some tests by design: the verdicts decide, not make's
+# status.
+step "make run_tests" "make -s run_tests > /tmp/suite.tap 2>&1; cat /tmp/suite.tap; scripts/check-verdicts.sh $column /tmp/suite.tap"
+step "kselftest install of mm in a 7.3 tree" "scripts/intree-test.sh --install-only"
+echo "fresh $codename root: make deps, make run_tests (column $column), kselftest install of mm in a 7.3 tree: pass ($(( $(date +%s) - start )) s)"
