@@ -153,7 +153,8 @@ run_tests: all
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	xfsprogs xz-utils bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
-	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap
+	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap \
+	zstd mount
 
 deps:
 	$(TOP)/scripts/deps.sh $(DEBS)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,6 +604,51 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	return 0;
 }
 
+/**
+ * ra_file_map() - create the test file, open it cold and map it
+ * @fs: filesystem to create it on
+ * @size: file size in bytes
+ * @ra_kb: read_ahead_kb to set before opening, in KiB
+ * @fd: receives the open file descriptor
+ * @map: receives a read-only MAP_SHARED mapping of the whole file
+ *
+ * ra_file_prepare(), then the mapping most tests read through.
+ *
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set (on -1 after
+ * the file was opened, @fd stays open for ra_teardown()).
+ */
+int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
+		char **map)
+{
+	int ret = ra_file_prepare(fs, size, ra_kb, fd);
+
+	if (ret)
+		return ret;
+	*map = mmap(NULL, size, PROT_READ, MAP_SHARED, *fd, 0);
+	if (*map == MAP_FAILED)
+		return fs_fail(fs, "mapping the test file");
+	return 0;
+}
+
+/**
+ * ra_teardown() - undo what a fixture set up
+ * @fs: filesystem of the fixture
+ * @map: mapping of the test file, or NULL or MAP_FAILED
+ * @size: length of @map in bytes
+ * @fd: descriptor of the test file, or -1
+ *
+ * Unmaps @map, closes @fd and tears the filesystem down
+ * (ra_fs_teardown()).
+ */
+void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
+{
+	if (map && map != MAP_FAILED)
+		munmap(map, size);
+	if (fd >= 0)
+		close(fd);
+	ra_fs_teardown(fs);
+}
+
 /* MemAvailable from /proc/meminfo in bytes, or 0 when it cannot be read. */
 static size_t mem_available(void)
 {
@@ -652,17 +698,33 @@ int ra_need_memory(struct ra_fs *fs, size_t bytes)
 }
 
 /**
- * ra_report() - print a measured figure next to its bound
+ * ra_figure() - print a measured figure in the suite's one figure format
  * @fs: filesystem the figure was measured on
- * @what: what was measured
- * @measured: the figure, in major faults
- * @bound: the test's bound, in major faults
+ * @what: what was measured, e.g. "in-order read after random faults"
+ * @measured: the figure, in @unit
+ * @unit: unit of @measured and @bound: "major faults", "pages", "holes"
+ * @bound: the test's bound on @measured, in @unit
+ * @fmt: printf format of a note on the figure (where a walk stopped, the
+ *	per-run figure), printed after "; "
+ *
+ * Prints "figure <what>: <measured> <unit>, bound <bound>, ra_pages <n>,
+ * folio <bytes> bytes; <note>" as a TAP comment: ra_pages and the folio
+ * size are the two things every bound of the suite is derived from.
+ * scripts/tap-figures.awk reads this format. RA_EXPECT_FIGURE() prints
+ * and checks in one step.
  */
-void ra_report(const struct ra_fs *fs, const char *what, long measured,
-	       long bound)
+void ra_figure(const struct ra_fs *fs, const char *what, long measured,
+	       const char *unit, long bound, const char *fmt, ...)
 {
-	ksft_print_msg("%s: %ld major faults, bound %ld, ra_pages %lu, folio %lu bytes\n",
-		       what, measured, bound, ra_pages(fs), ra_folio_size(fs));
+	char note[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(note, sizeof(note), fmt, ap);
+	va_end(ap);
+	ksft_print_msg("figure %s: %ld %s, bound %ld, ra_pages %lu, folio %lu bytes; %s\n",
+		       what, measured, unit, bound, ra_pages(fs),
+		       ra_folio_size(fs), note);
 }
 
 /**
@@ -853,13 +915,27 @@ void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 }
 
 /**
+ * ra_rand() - next value of the suite's pseudo-random sequence
+ * @seed: state of the sequence, updated
+ *
+ * A fixed linear congruential sequence: every run on every kernel draws
+ * the same values, so that random access patterns are the same pages in
+ * the same order everywhere.
+ *
+ * Return: a value in 0 .. 2^24 - 1.
+ */
+unsigned int ra_rand(unsigned int *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return *seed >> 8;
+}
+
+/**
  * ra_shuffle() - a fixed pseudo-random order of 0 .. @n - 1
  * @order: receives the @n indices
  * @n: number of indices
- * @seed: seed of the sequence; the same seed gives the same order
- *
- * Random access patterns of the tests come from here, so that every run
- * on every kernel faults the same pages in the same order.
+ * @seed: seed of the sequence (ra_rand()); the same seed gives the same
+ *	order
  */
 void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed)
 {
@@ -868,12 +944,69 @@ void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed)
 	for (i = 0; i < n; i++)
 		order[i] = i;
 	for (i = n; i > 1; i--) {
-		seed = seed * 1103515245 + 12345;
-		j = (seed >> 8) % i;
+		j = ra_rand(&seed) % i;
 		t = order[i - 1];
 		order[i - 1] = order[j];
 		order[j] = t;
 	}
+}
+
+/**
+ * ra_random_phase() - fault single pages far apart, in a fixed random order
+ * @map: mapping of the file
+ * @nr: number of faults
+ * @spacing: bytes between two faulted pages, so that no fault lands in
+ *	another's read-around window
+ *
+ * Touches page 0, @spacing, 2 * @spacing, ... of @map in the order
+ * ra_shuffle() gives for seed 12345. Each touch is a page cache miss that
+ * do_sync_mmap_readahead() counts in file->f_ra.mmap_miss, so that with
+ * @nr above MMAP_LOTSAMISS the counter passes the limit. Prints the major
+ * faults taken.
+ *
+ * Return: the major faults taken, or -1 when @nr is above
+ * RA_RANDOM_MAX.
+ */
+long ra_random_phase(const char *map, unsigned int nr, size_t spacing)
+{
+	unsigned int order[RA_RANDOM_MAX], i;
+	long start, majflt;
+
+	if (nr > RA_RANDOM_MAX)
+		return -1;
+	ra_shuffle(order, nr, 12345);
+	start = ra_majflt();
+	for (i = 0; i < nr; i++)
+		FORCE_READ(map[order[i] * spacing]);
+	majflt = ra_majflt() - start;
+	ksft_print_msg("random phase: %ld major faults for %u faults %zu bytes apart\n",
+		       majflt, nr, spacing);
+	return majflt;
+}
+
+/**
+ * ra_map_pmd_aligned() - map a file range at a PMD-aligned address
+ * @fd: the file
+ * @off: file offset of the range in bytes, a multiple of @pmd
+ * @len: length of the range in bytes
+ * @pmd: PMD size in bytes (read_pmd_pagesize())
+ *
+ * A PMD-sized folio can be mapped by one PMD only where the virtual and
+ * the file address agree modulo the PMD size: a read-only MAP_SHARED
+ * mapping of [@off, @off + @len) at such an address.
+ *
+ * Return: the mapping, or MAP_FAILED (errno set).
+ */
+char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd)
+{
+	char *map, *aligned;
+
+	map = mmap(NULL, len + pmd, PROT_READ, MAP_SHARED, fd, off);
+	if (map == MAP_FAILED)
+		return map;
+	munmap(map, len + pmd);
+	aligned = (char *)(((unsigned long)map + pmd - 1) & ~(pmd - 1));
+	return mmap(aligned, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, off);
 }
 
 /**

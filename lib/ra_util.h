@@ -19,6 +19,9 @@
 /* Above this many mmap misses, read-around is skipped (mm/filemap.c). */
 #define RA_MMAP_LOTSAMISS	100
 
+/* Most faults ra_random_phase() takes. */
+#define RA_RANDOM_MAX		(4 * RA_MMAP_LOTSAMISS)
+
 /* Environment variable naming a directory to test on instead. */
 #define RA_ENV_DIR		"READAHEAD_TEST_DIR"
 /* Set to 1 to walk whole regions even after a bound is exceeded. */
@@ -98,9 +101,16 @@ size_t ra_walk_bytes(unsigned long ra_kb);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
-void ra_report(const struct ra_fs *fs, const char *what, long measured,
-	       long bound);
+int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
+		char **map);
+void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
+void ra_figure(const struct ra_fs *fs, const char *what, long measured,
+	       const char *unit, long bound, const char *fmt, ...)
+	__printf(6, 7);
+unsigned int ra_rand(unsigned int *seed);
 void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
+long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
+char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
@@ -123,6 +133,48 @@ static inline bool ra_ready(struct __test_metadata *_metadata, int ret,
 		SKIP(return false, "%s", fs->why);
 	ASSERT_EQ(0, ret) TH_LOG("%s", fs->why);
 	return true;
+}
+
+/**
+ * RA_EXPECT_FIGURE() - print a figure and check it against its bound
+ * @fs: filesystem the figure was measured on
+ * @what: what was measured
+ * @measured: the figure, in @unit
+ * @unit: unit of @measured and @bound
+ * @bound: the test's bound: the test fails when @measured is above it
+ * @suspect: the mechanism a figure above @bound points to
+ * @fmt: printf format of the figure's note, with its arguments
+ *
+ * Prints the figure line of ra_figure(); above the bound, marks the test
+ * failed and adds a line "suspected: <@suspect>".
+ */
+#define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
+	do {								\
+		long figure = (measured), limit = (bound);		\
+									\
+		ra_figure(fs, what, figure, unit, limit, fmt, ##__VA_ARGS__); \
+		EXPECT_LE(figure, limit) TH_LOG("suspected: %s", suspect); \
+	} while (0)
+
+/**
+ * ra_assert_random_phase() - ra_random_phase(), asserted to be misses
+ * @_metadata: the running test
+ * @map: mapping of the file
+ * @nr: number of faults, above MMAP_LOTSAMISS
+ * @spacing: bytes between two faulted pages
+ *
+ * Fails the test unless at least two thirds of the faults were major:
+ * without real page cache misses mmap_miss never passes the limit and
+ * the test proves nothing.
+ */
+static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
+					  const char *map, unsigned int nr,
+					  size_t spacing)
+{
+	long majflt = ra_random_phase(map, nr, spacing);
+
+	ASSERT_GE(majflt, 2 * (long)nr / 3)
+		TH_LOG("random faults were not page cache misses: the test proves nothing");
 }
 #endif
 

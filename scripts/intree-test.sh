@@ -84,6 +84,9 @@ nice -n 10 make -s -C "$tree" headers > "$work/headers.log" 2>&1 ||
 # The whole of mm, as CI builds it; our files must build without warning.
 if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
 	INSTALL_PATH="$work/install" install > "$work/build.log" 2>&1; then
+	# A missing tool first ("rsync: not found"), then the errors.
+	grep -E ': (command )?not found|: No such file or directory' "$work/build.log" |
+		head -3 >&2
 	grep -E 'error|Error' "$work/build.log" | head -5 >&2
 	infra "kselftest install of mm failed (see $work/build.log)"
 fi

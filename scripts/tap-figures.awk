@@ -5,29 +5,22 @@
 #
 #   awk -f scripts/tap-figures.awk TAPFILE
 #
-# A figure line is one the test prints with ", bound N" (not the harness's
-# file:line failure lines, not the "suspected:" lines); the figure is its
-# "(X each)" value when it has one (pages per run), else the first number
-# after the last ": " (major faults, holes). A test that prints several
-# (one per access pattern) is shown by the one nearest to or furthest past
-# its bound. Used by vm/history.sh and validation/matrix.sh.
+# Figures are the lines lib/ra_util.c's ra_figure() prints:
+#   "figure <what>: <measured> <unit>, bound <bound>, ra_pages ..."
+# A test that prints several (one per window) is shown by the one
+# nearest to or furthest past its bound. Used by vm/history.sh and
+# validation/matrix.sh.
 /^(# )*#  RUN / { t = $NF == "..." ? $(NF - 1) : $NF; fig[t] = ""; worst[t] = -1; next }
-/, bound [0-9]+/ && t != "" && !/\.c:[0-9]+:/ && !/suspected:/ {
+/^(# )*# figure .*: -?[0-9]+ [^,]+, bound -?[0-9]+, ra_pages / && t != "" {
 	line = $0
-	sub(/^(# )+/, "", line)
-	b = line
-	sub(/.*, bound /, "", b)
-	sub(/[^0-9].*/, "", b)
-	head = line
-	sub(/, bound [0-9]+.*/, "", head)
-	sub(/.*: /, "", head)
-	f = ""
-	if (match(head, /\([0-9.]+ each\)/))
-		f = substr(head, RSTART + 1, RLENGTH - 7)
-	else if (match(head, /[0-9]+(\.[0-9]+)?/))
-		f = substr(head, RSTART, RLENGTH)
-	if (f == "" || b == "")
+	sub(/, ra_pages .*/, "", line)
+	if (!match(line, /: -?[0-9]+ [^,:]+, bound -?[0-9]+$/))
 		next
+	seg = substr(line, RSTART + 2)
+	split(seg, w, " ")
+	f = w[1]
+	b = seg
+	sub(/.*, bound /, "", b)
 	r = b > 0 ? f / b : f
 	if (r > worst[t]) { worst[t] = r; fig[t] = f; bound[t] = b }
 	next

@@ -2,59 +2,16 @@
 /*
  * Descending readers: a mapping read from its last page to its first, as
  * memmove()/memcpy() do when they copy backwards, must still get
- * readahead when the mapping asks for it.
- *
- *   file  |page 0|page 1| ... |page n-2|page n-1|
- *   walk      <----------------------------- start here, one touch a page
- *
- * madv_hugepage: VM_HUGEPAGE makes a fault read the aligned PMD-sized
- *   folio around it (force_thp_readahead), so a descending walk takes one
- *   major fault per PMD. When mmap_miss passes MMAP_LOTSAMISS because a
- *   PMD mapping never counts as a hit, readahead stops after about a
- *   hundred PMD folios and every later page is read on its own. The walk
- *   covers 256 PMDs (512 on large-block filesystems, whose folios hold
- *   fewer pages), well past that point.
- *   Bound: 10 major faults per PMD. healthy: 1 per PMD. broken: one per
- *   folio for the PMDs after the first hundred: 512 per PMD at 4 KiB
- *   folios, 128 at 16 KiB, 32 at 64 KiB (measured with the 7.2 hit
- *   accounting emulated: 79972, 52836 and 13284). At 64 KiB folios a PMD
- *   holds only 32 of them, so the broken figure is 2.6x over the bound:
- *   no bound can be 10x from both sides there.
- *
- * madv_sequential: VM_SEQ_READ reads ra_pages forwards from the fault, so
- *   each backward step lands below everything read: one major fault per
- *   folio. A kernel that reads the window ending at a descending fault
- *   takes one per ra_pages window.
- *   Bound: 12 major faults per ra_pages window (192 for 128 MiB at
- *   read_ahead_kb 8192). healthy: 16 (one a window; 17 measured with the
- *   descending series emulated). broken: one per
- *   folio, 32768 at 4 KiB folios, 2048 at 64 KiB: 10.7x the bound or more.
- *
- * ascending_control: the same MADV_SEQUENTIAL walk from the first page
- *   forwards, same bound: 1 major fault (17, one a window, on kernels
- *   that count the retry after each async readahead as major, like 6.1).
- *   It tells a broken descending path from a broken test environment.
- *
- * pmd_hole: a fault on an uncached PMD-sized hole between two cached
- *   ranges of a MADV_HUGEPAGE mapping is no descending step and must
- *   still be read as one PMD folio and mapped by one PMD. A descending
- *   rule that only looks at the folio above takes the hole for a
- *   backward step, reads the PMD below together with it, finds the
- *   lower range cached and falls back to small folios for all of it.
- *
- *     PMD  |    A    |    B    |    C    |
- *          ........c c.........      c = one cached folio (read with
- *                    ^ fault, middle of B    POSIX_FADV_RANDOM elsewhere)
- *
- *   100 holes, each in a mapping of its own, checked with smaps'
- *   FilePmdMapped after the fault, then unmapped and dropped. A first
- *   hole without cached neighbours must be PMD-mapped, or the kernel and
- *   filesystem map no page cache folio with a PMD and the test skips.
- *   The file is opened again every 50 holes: each hole is a miss that no
- *   hit offsets where PMD mappings do not count as hits (7.2 on), and
- *   past MMAP_LOTSAMISS misses on one struct file forced THP readahead
- *   stops, which is madv_hugepage's case, not this one.
- *   Bound: at most 10 holes not PMD-mapped. healthy: 0. broken: 100.
+ * readahead when the mapping asks for it; and a fault between two cached
+ * ranges must not be taken for a descending step.
+ * Measured: major faults of a descending walk of a MADV_HUGEPAGE mapping
+ * (bound 10 per PMD; broken: mmap_miss passes MMAP_LOTSAMISS and every
+ * page past the first hundred PMDs is read on its own) and of a
+ * MADV_SEQUENTIAL one (bound 12 per ra window; broken: one per folio,
+ * 10.7x over or more), with an ascending walk as control; and how many
+ * of 100 PMD-sized holes between cached ranges are not PMD-mapped (bound
+ * 10; broken: all of them). Healthy: one fault per PMD, one per ra
+ * window, every hole PMD-mapped.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -73,20 +30,14 @@
 #define HOLES		100
 #define HOLE_BOUND	(HOLES / 10)
 #define HOLES_PER_OPEN	50
-#define FMT_WALK \
-	"%ld major faults after %zu of %zu pages, bound %ld, ra_pages %lu, folio %lu bytes; "
 #define SUSPECT_THP \
-	"suspected: mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped"
+	"mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped"
 #define SUSPECT_SEQ \
-	"suspected: VM_SEQ_READ reads only forwards from a descending fault"
-#define FMT_HOLES \
-	"PMD holes between cached ranges: %ld of %ld not PMD-mapped, bound %d, PMD %lu bytes, folio %zu bytes\n"
-#define FMT_HOLES_FAIL \
-	"%ld of %ld holes not PMD-mapped, bound %d, ra_pages %lu, folio %zu bytes; "
+	"VM_SEQ_READ reads only forwards from a descending fault"
 #define SUSPECT_HOLE \
-	"suspected: a fault between two cached ranges taken as a descending step, the hole read as small folios"
+	"a fault between two cached ranges taken as a descending step, the hole read as small folios"
 #define SUSPECT_FWD \
-	"suspected: sequential readahead broken for a plain forward walk"
+	"sequential readahead broken for a plain forward walk"
 
 FIXTURE(descending) {
 	struct ra_fs fs;
@@ -108,6 +59,7 @@ FIXTURE_SETUP(descending)
 {
 	int ret = ra_fs_setup(&self->fs, variant->fs);
 
+	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	/* Walks at RA_KB; forced THP readahead keeps up to two PMDs ahead. */
@@ -119,11 +71,7 @@ FIXTURE_SETUP(descending)
 
 FIXTURE_TEARDOWN(descending)
 {
-	if (self->map && self->map != MAP_FAILED)
-		munmap(self->map, self->size);
-	if (self->fd > 0)
-		close(self->fd);
-	ra_fs_teardown(&self->fs);
+	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
 TEST_F_TIMEOUT(descending, madv_hugepage, 180)
@@ -143,33 +91,43 @@ TEST_F_TIMEOUT(descending, madv_hugepage, 180)
 		SKIP(return, "transparent hugepages not available");
 	if (pmd > MAX_PMD_SIZE)
 		SKIP(return, "PMD size %lu bytes: the walk would be too long", pmd);
+	/*
+	 * VM_HUGEPAGE makes a fault read the aligned PMD-sized folio around
+	 * it (force_thp_readahead): one major fault per PMD. Where a PMD
+	 * mapping never counts as a hit, mmap_miss passes MMAP_LOTSAMISS
+	 * after about a hundred PMDs and every later page is read on its
+	 * own. 256 PMDs lie well past that point; 512 on large-block
+	 * filesystems, whose folios hold fewer pages.
+	 */
 	if (ra_folio_size(&self->fs) > ps)
 		nr_pmd *= 2;
 	self->size = nr_pmd * pmd;
+	/*
+	 * Healthy: 1 per PMD. Broken: one per folio for the PMDs past the
+	 * first hundred, 512 per PMD at 4 KiB folios, 128 at 16 KiB. At
+	 * 64 KiB folios a PMD holds only 32, so the broken figure is about
+	 * 3x the bound there: no bound can be 10x from both sides.
+	 */
 	bound = 10 * nr_pmd;
 
 	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	/* A PMD-aligned mapping, so each PMD folio can be mapped whole. */
-	self->map = mmap(NULL, self->size + pmd, PROT_READ, MAP_SHARED,
-			 self->fd, 0);
-	ASSERT_NE(MAP_FAILED, self->map);
-	munmap(self->map, self->size + pmd);
-	self->map = (char *)(((unsigned long)self->map + pmd - 1) & ~(pmd - 1));
-	self->map = mmap(self->map, self->size, PROT_READ,
-			 MAP_SHARED | MAP_FIXED, self->fd, 0);
+	self->map = ra_map_pmd_aligned(self->fd, 0, self->size, pmd);
 	ASSERT_NE(MAP_FAILED, self->map);
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_HUGEPAGE));
 
+	/*
+	 *   file  |page 0|page 1| ... |page n-2|page n-1|
+	 *   walk      <----------------------------- start here, one touch a page
+	 */
 	ra_walk_pages(self->map, self->size / ps, true, ra_limit(bound), &walk);
-	ra_report(&self->fs, "descending walk, MADV_HUGEPAGE", walk.majflt,
-		  bound);
+	RA_EXPECT_FIGURE(&self->fs, "descending walk, MADV_HUGEPAGE",
+			 walk.majflt, "major faults", bound, SUSPECT_THP,
+			 "after %zu of %zu pages, %lu PMDs", walk.touched,
+			 self->size / ps, nr_pmd);
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
-	EXPECT_LE(walk.majflt, bound)
-		TH_LOG(FMT_WALK "%lu PMDs; " SUSPECT_THP, walk.majflt,
-		       walk.touched, self->size / ps, bound, ra_pages(&self->fs),
-		       ra_folio_size(&self->fs), nr_pmd);
 }
 
 /*
@@ -180,6 +138,16 @@ static void sequential_walk(struct __test_metadata *_metadata,
 			    struct ra_fs *fs, int *fd, char **map,
 			    size_t *size, bool backwards)
 {
+	/*
+	 * 12 major faults per ra_pages window: 192 for 128 MiB at
+	 * read_ahead_kb 8192. Broken: VM_SEQ_READ reads ra_pages forwards
+	 * from the fault, so each backward step lands below everything
+	 * read: one per folio, 32768 at 4 KiB folios, 2048 at 64 KiB,
+	 * 10.7x the bound or more. Healthy: a kernel that reads the window
+	 * ending at a descending fault takes one per window, 16. The
+	 * ascending walk takes one, or one a window where the fault retried
+	 * after each async readahead counts as major.
+	 */
 	long bound = 12 * (SEQ_SIZE / (RA_KB * 1024));
 	size_t ps = fs->page_size;
 	struct ra_walk walk;
@@ -194,13 +162,12 @@ static void sequential_walk(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, madvise(*map, *size, MADV_SEQUENTIAL));
 
 	ra_walk_pages(*map, *size / ps, backwards, ra_limit(bound), &walk);
-	ra_report(fs, backwards ? "descending walk, MADV_SEQUENTIAL" :
-		  "ascending walk, MADV_SEQUENTIAL", walk.majflt, bound);
+	RA_EXPECT_FIGURE(fs, backwards ? "descending walk, MADV_SEQUENTIAL" :
+			 "ascending walk, MADV_SEQUENTIAL", walk.majflt,
+			 "major faults", bound,
+			 backwards ? SUSPECT_SEQ : SUSPECT_FWD,
+			 "after %zu of %zu pages", walk.touched, *size / ps);
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
-	EXPECT_LE(walk.majflt, bound)
-		TH_LOG(FMT_WALK "%s", walk.majflt, walk.touched, *size / ps,
-		       bound, ra_pages(fs), ra_folio_size(fs),
-		       backwards ? SUSPECT_SEQ : SUSPECT_FWD);
 }
 
 TEST_F_TIMEOUT(descending, madv_sequential, 180)
@@ -209,6 +176,10 @@ TEST_F_TIMEOUT(descending, madv_sequential, 180)
 			&self->size, true);
 }
 
+/*
+ * The same walk from the first page forwards, same bound: it tells a
+ * broken descending path from a broken test environment.
+ */
 TEST_F_TIMEOUT(descending, ascending_control, 180)
 {
 	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
@@ -223,14 +194,10 @@ TEST_F_TIMEOUT(descending, ascending_control, 180)
 static bool hole_pmd_mapped(struct __test_metadata *_metadata, int fd,
 			    size_t off, size_t len, unsigned long pmd)
 {
-	char *map, *aligned;
 	bool mapped;
+	char *map;
 
-	map = mmap(NULL, len + pmd, PROT_READ, MAP_SHARED, fd, 0);
-	ASSERT_NE(MAP_FAILED, map);
-	munmap(map, len + pmd);
-	aligned = (char *)(((unsigned long)map + pmd - 1) & ~(pmd - 1));
-	map = mmap(aligned, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, off);
+	map = ra_map_pmd_aligned(fd, off, len, pmd);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(0, madvise(map, len, MADV_HUGEPAGE));
 	FORCE_READ(map[pmd + pmd / 2]);
@@ -252,25 +219,59 @@ TEST_F_TIMEOUT(descending, pmd_hole, 180)
 		SKIP(return, "transparent hugepages not available");
 	if (pmd > MAX_PMD_SIZE)
 		SKIP(return, "PMD size %lu bytes: the test would be too long", pmd);
-	/* Hole i: PMDs A, B, C and one spare PMD the readahead may reach. */
+	/*
+	 * Hole i: PMDs A, B, C and one spare PMD the readahead may reach.
+	 * B is an uncached PMD-sized hole between two cached folios:
+	 *
+	 *     PMD  |    A    |    B    |    C    |  spare  |
+	 *                   c           c
+	 *                         ^ fault, middle of B
+	 *
+	 * c: one cached folio, the last of A and the first of C.
+	 *
+	 * A fault there is no descending step and must still be read as
+	 * one PMD folio and mapped by one PMD. A descending rule that only
+	 * looks at the folio above takes it for a backward step, reads A
+	 * together with it, finds A's folio cached and falls back to small
+	 * folios for all of it.
+	 */
 	region = 4 * pmd;
 	self->size = (HOLES + 1) * region;
 	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	/* Another struct file reads the cached folios, one folio each. */
+	/*
+	 * Another struct file reads the cached folios, one folio each
+	 * (POSIX_FADV_RANDOM): the readahead state of the tested one stays
+	 * untouched.
+	 */
 	pre = open(self->fs.file, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, pre);
 	ASSERT_EQ(0, posix_fadvise(pre, 0, 0, POSIX_FADV_RANDOM));
 
+	/*
+	 * Hole 0 has no cached neighbours: it must be PMD-mapped, or the
+	 * kernel and filesystem map no page cache folio with a PMD: skip.
+	 */
 	if (!hole_pmd_mapped(_metadata, self->fd, 0, 3 * pmd, pmd)) {
 		close(pre);
 		SKIP(return, "%s: a cold fault is not PMD-mapped, no PMD-sized folios",
 		     self->fs.type);
 	}
+	/*
+	 * Each hole in a mapping of its own, checked with smaps'
+	 * FilePmdMapped after the fault, then unmapped and dropped.
+	 * Healthy: none not PMD-mapped; broken: all of them.
+	 */
 	for (i = 1; i <= HOLES && not_mapped <= ra_limit(HOLE_BOUND); i++) {
 		size_t off = i * region;
 
+		/*
+		 * Each hole is a miss that no hit offsets where PMD mappings
+		 * do not count as hits, and past MMAP_LOTSAMISS misses on one
+		 * struct file forced THP readahead stops: madv_hugepage's
+		 * case, not this one. A new struct file every 50 holes.
+		 */
 		if (i % HOLES_PER_OPEN == 0) {
 			close(self->fd);
 			self->fd = open(self->fs.file, O_RDONLY | O_CLOEXEC);
@@ -282,10 +283,9 @@ TEST_F_TIMEOUT(descending, pmd_hole, 180)
 			not_mapped++;
 	}
 	close(pre);
-	ksft_print_msg(FMT_HOLES, not_mapped, i - 1, HOLE_BOUND, pmd, folio);
-	EXPECT_LE(not_mapped, HOLE_BOUND)
-		TH_LOG(FMT_HOLES_FAIL SUSPECT_HOLE, not_mapped, i - 1, HOLE_BOUND,
-		       ra_pages(&self->fs), folio);
+	RA_EXPECT_FIGURE(&self->fs, "PMD holes between cached ranges",
+			 not_mapped, "holes not PMD-mapped", HOLE_BOUND,
+			 SUSPECT_HOLE, "of %ld holes, PMD %lu bytes", i - 1, pmd);
 }
 
 TEST_HARNESS_MAIN

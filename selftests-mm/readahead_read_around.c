@@ -3,71 +3,16 @@
  * Read-around on a min folio order mapping: a cold file read in order
  * through a mapping must take one synchronous fault, then async readahead.
  *
- * A page cache miss in filemap_fault() calls do_sync_mmap_readahead().
- * Without VM_SEQ_READ, VM_EXEC or VM_HUGEPAGE it reads around the fault:
- *
- *	ra->start = pgoff - ra_pages / 2	(not below 0)
- *	ra->size = ra_pages
- *	ra->async_size = ra_pages / 4
- *
- * and page_cache_ra_order() asks for the PG_readahead marker at
- * start + size - async_size = pgoff + ra_pages / 4. Read-around passes
- * order 0, which page_cache_ra_order() raises to the min folio order, so
- * every folio of the window is a min-size folio of F pages, and
- * ra_alloc_folio() rounds the marker index down to the folio holding it.
- * An in-order reader faults on the first page of a folio (the folio
- * before it is cached), so when F > ra_pages / 4 the marker lands on the
- * faulting folio itself:
- *
- *   pgoff - ra_pages/2   pgoff      pgoff + ra_pages/4    pgoff + F
- *   |--------------------|================^===============|--- ...
- *    folio(s) before      faulting folio   marker asked for  next folio
- *                         (the marker is rounded down to its start)
- *
- * The fault that started the read dropped the lock for the I/O and is
- * retried with FAULT_FLAG_TRIED; filemap_fault() calls
- * do_async_mmap_readahead() only on a first try, and finish_fault() maps
- * the whole folio. No later fault lands on the marker, async readahead
- * never starts, and the reader's next fault past the window is a major
- * fault again. That read-around begins at a cached folio, where
- * page_cache_ra_order() stops with -EEXIST: with a window start aligned
- * to the min folio, page_cache_ra_unbounded() reads the rest and rounds
- * the marker *up*, past the window; with an unaligned start the fallback
- * reads nothing and the fault reads its own folio. Either way: one major
- * fault per min-size folio.
- *
- * Affected: a min folio larger than a quarter of the window, i.e. 16 KiB
- * blocks below read_ahead_kb 64, 32 KiB below 128, 64 KiB below 256 (the
- * usual device default is 128). With 4 KiB folios, ra_pages below 4 gives
- * async_size 0 and no marker at all (at read_ahead_kb 12, one major fault
- * per two pages). A read from the start of the file is not affected:
- * the window is clamped at 0 and the marker lands past the first folio,
- * hence the in-order region starts 8 MiB into the file.
- *
- * File layout (one struct file, one mapping):
- *
- *   0          8 MiB                                        72 MiB
- *   |----------|=============================================|
- *    untouched  in-order region, cold, one touch per page
- *
- * Each variant runs one filesystem at one read_ahead_kb: the last value
- * below its boundary, the first one at it, and the device default 128.
- *
- * Bound: major faults of the in-order part <= a tenth of a fault per ra
- * window, and no more than MMAP_LOTSAMISS / 10 = 10: past MMAP_LOTSAMISS
- * misses read-around stops, and a kernel that restarts readahead there
- * (the sticky-miss restart) hides the defect after 101 faults, which
- * must still fail. The 64 MiB region holds 256 to 5461 windows, so the
- * bound is 10 for every variant.
- *   broken: one major fault per min-size folio, 1 to 3 per window
- *           (ra_pages / F is below 4 where the marker is lost): 1023 to
- *           16284, 100x over; 101 with a readahead restart past the
- *           limit, 10x over.
- *   healthy: one synchronous read-around, then PG_readahead keeps async
- *           readahead a window ahead: 1, 10x under.
- *           Kernels without per-VMA locks (6.1) count the fault retried
- *           after each async readahead as major, one per window: this
- *           test fails there, as vma_boundary does.
+ * Read-around asks for the PG_readahead marker a quarter window past the
+ * fault and rounds it down to its folio: with a min folio larger than a
+ * quarter of the window it lands on the faulting folio itself, which no
+ * later fault reaches, and async readahead never starts.
+ * Measured: major faults of an in-order read of 64 MiB, one filesystem
+ * and read_ahead_kb per variant. Bound: a tenth of a fault per ra window,
+ * at most MMAP_LOTSAMISS / 10 = 10. Broken: one fault per min-size folio,
+ * 1 to 3 per window, 100x over (10x with a readahead restart past
+ * MMAP_LOTSAMISS). Healthy: one read-around, then async readahead keeps a
+ * window ahead: 1, 10x under.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -77,13 +22,15 @@
 #include "kselftest_harness.h"
 #include "ra_util.h"
 
-/* Far more than half of any window tested: the read-around is not clamped. */
+/*
+ * Far more than half of any window tested: the read-around is not
+ * clamped. A read from the start of the file is not affected: the window
+ * is clamped at 0 and the marker lands past the first folio.
+ */
 #define REGION_OFF	(8UL << 20)
 #define REGION_SIZE	(64UL << 20)
 #define SUSPECT \
-	"suspected: read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
-#define FMT_FAIL \
-	"%ld major faults after %zu of %lu pages, bound %ld (%lu ra windows, MMAP_LOTSAMISS %d), ra_pages %lu, folio %lu bytes; "
+	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
 
 FIXTURE(read_around) {
 	struct ra_fs fs;
@@ -94,7 +41,15 @@ FIXTURE(read_around) {
 	long bound;
 };
 
-/* A filesystem and the read_ahead_kb (KiB) the file is opened with. */
+/*
+ * A filesystem and the read_ahead_kb (KiB) the file is opened with: the
+ * last value below its boundary, the first one at it, and the device
+ * default 128. Affected: a min folio larger than a quarter of the
+ * window, i.e. 16 KiB blocks below read_ahead_kb 64, 32 KiB below 128,
+ * 64 KiB below 256. With 4 KiB folios, ra_pages below 4 gives
+ * async_size 0 and no marker at all (at read_ahead_kb 12, one major
+ * fault per two pages).
+ */
 FIXTURE_VARIANT(read_around) {
 	const struct ra_fs_kind *fs;
 	unsigned long ra_kb;
@@ -119,10 +74,32 @@ FIXTURE_SETUP(read_around)
 {
 	int ret = ra_fs_setup(&self->fs, variant->fs);
 
+	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 
+	/*
+	 * One struct file, one mapping:
+	 *
+	 *   0          REGION_OFF                               + REGION_SIZE
+	 *   |----------|=============================================|
+	 *    untouched  in-order region, cold, one touch per page
+	 */
 	self->size = REGION_OFF + REGION_SIZE;
+	/*
+	 * A tenth of a fault per ra window, and no more than
+	 * MMAP_LOTSAMISS / 10: past MMAP_LOTSAMISS misses read-around
+	 * stops, and a kernel that restarts readahead there (the
+	 * sticky-miss restart) hides the defect after 101 faults, which
+	 * must still fail. The region holds 256 to 5461 windows, so the
+	 * bound is 10 for every variant. Broken: one major fault per
+	 * min-size folio, 1 to 3 per window (ra_pages / F is below 4 where
+	 * the marker is lost), and the region holds 1024 to 16384 of them:
+	 * 100x over; 101 with a readahead restart past the limit, 10x
+	 * over. Healthy: 1. Where the fault retried after each async
+	 * readahead counts as major (no per-VMA locks), that is one per
+	 * window and the test fails, as vma_boundary does.
+	 */
 	self->windows = REGION_SIZE / (variant->ra_kb * 1024);
 	self->bound = self->windows / 10;
 	if (self->bound > RA_MMAP_LOTSAMISS / 10)
@@ -131,20 +108,14 @@ FIXTURE_SETUP(read_around)
 	ret = ra_need_memory(&self->fs, ra_walk_bytes(variant->ra_kb));
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	ret = ra_file_prepare(&self->fs, self->size, variant->ra_kb, &self->fd);
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
-	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
-	ASSERT_NE(MAP_FAILED, self->map);
+	ret = ra_file_map(&self->fs, self->size, variant->ra_kb, &self->fd,
+			  &self->map);
+	ra_ready(_metadata, ret, &self->fs);
 }
 
 FIXTURE_TEARDOWN(read_around)
 {
-	if (self->map && self->map != MAP_FAILED)
-		munmap(self->map, self->size);
-	if (self->fd > 0)
-		close(self->fd);
-	ra_fs_teardown(&self->fs);
+	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
 TEST_F_TIMEOUT(read_around, cold_in_order, 180)
@@ -152,14 +123,48 @@ TEST_F_TIMEOUT(read_around, cold_in_order, 180)
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
 
+	/*
+	 * A page cache miss in filemap_fault() calls
+	 * do_sync_mmap_readahead(). Without VM_SEQ_READ, VM_EXEC or
+	 * VM_HUGEPAGE it reads around the fault:
+	 *
+	 *	ra->start = pgoff - ra_pages / 2	(not below 0)
+	 *	ra->size = ra_pages
+	 *	ra->async_size = ra_pages / 4
+	 *
+	 * and page_cache_ra_order() asks for the PG_readahead marker at
+	 * start + size - async_size = pgoff + ra_pages / 4. Read-around
+	 * passes order 0, which page_cache_ra_order() raises to the min
+	 * folio order, so every folio of the window is a min-size folio of
+	 * F pages, and ra_alloc_folio() rounds the marker index down to
+	 * the folio holding it. An in-order reader faults on the first
+	 * page of a folio (the folio before it is cached), so when
+	 * F > ra_pages / 4 the marker lands on the faulting folio itself:
+	 *
+	 *   pgoff - ra_pages/2   pgoff      pgoff + ra_pages/4    pgoff + F
+	 *   |--------------------|================^===============|--- ...
+	 *    folio(s) before      faulting folio   marker asked for  next folio
+	 *                         (the marker is rounded down to its start)
+	 *
+	 * The fault that started the read dropped the lock for the I/O
+	 * and is retried with FAULT_FLAG_TRIED; filemap_fault() calls
+	 * do_async_mmap_readahead() only on a first try, and
+	 * finish_fault() maps the whole folio. No later fault lands on the
+	 * marker, async readahead never starts, and the reader's next
+	 * fault past the window is a major fault again. That read-around
+	 * begins at a cached folio, where page_cache_ra_order() stops with
+	 * -EEXIST: with a window start aligned to the min folio,
+	 * page_cache_ra_unbounded() reads the rest and rounds the marker
+	 * *up*, past the window; with an unaligned start the fallback
+	 * reads nothing and the fault reads its own folio. Either way: one
+	 * major fault per min-size folio.
+	 */
 	ra_walk_pages(self->map + REGION_OFF, REGION_SIZE / ps, false,
 		      ra_limit(self->bound), &walk);
-	ra_report(&self->fs, "cold in-order read", walk.majflt, self->bound);
-	EXPECT_LE(walk.majflt, self->bound)
-		TH_LOG(FMT_FAIL SUSPECT, walk.majflt, walk.touched,
-		       REGION_SIZE / ps, self->bound, self->windows,
-		       RA_MMAP_LOTSAMISS,
-		       ra_pages(&self->fs), ra_folio_size(&self->fs));
+	RA_EXPECT_FIGURE(&self->fs, "cold in-order read", walk.majflt,
+			 "major faults", self->bound, SUSPECT,
+			 "after %zu of %lu pages, %lu ra windows", walk.touched,
+			 REGION_SIZE / ps, self->windows);
 }
 
 TEST_HARNESS_MAIN
