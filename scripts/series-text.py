@@ -195,8 +195,9 @@ def test_changelog(name):
     body.append(wrap('The test runs on ext4 and on XFS with 4, 16 and 64 KiB '
                      'blocks (min folio order 0, 2 and 4 on 4 KiB pages), '
                      'each in a loop filesystem of its own that goes away '
-                     'with the test process. It counts major faults '
-                     '(ru_majflt) of a cold file, stops a walk once the '
+                     'with the test process. It measures a cold file: '
+                     'major faults (ru_majflt), or page cache residency '
+                     '(cachestat(), mincore()); stops a walk once the '
                      'verdict is known, and prints the figure, the bound, '
                      'ra_pages, the folio size and, on failure, the '
                      'suspected mechanism.'))
@@ -206,7 +207,7 @@ def test_changelog(name):
         body += v
     f = figure_lines(fixture, rows)
     if f:
-        body += ['', wrap('Figures in major faults, from the kill matrix '
+        body += ['', wrap('Figures in the test\'s unit, from the kill matrix '
                           '(every case on every kernel above): the lowest '
                           'and highest figure of the kernels where the case '
                           'passes (healthy) and where it fails (broken), '
@@ -273,7 +274,7 @@ backwards; readahead cut at VMA boundaries; an async readahead marker
 overtaken by read-around; and the others below. Each test makes its own
 loop filesystem (ext4, XFS with 4, 16 and 64 KiB blocks), drops its
 file from the page cache, faults it in a fixed pattern and bounds the
-major faults it takes. Every bound follows from the mechanism (ra_pages,
+major faults it takes or the pages it brings in. Every bound follows from the mechanism (ra_pages,
 folio size, region size) and from figures measured on healthy and broken
 kernels, which each changelog gives; no verdict depends on timing.
 
@@ -318,17 +319,15 @@ before it, so the series applies in order.'''.strip(),
                     same += e == s
     if cells:
         mcols = list(next(iter(figs.values()), {}))
-        broken = [f for c in whole.values() for e, s, f, b in c.values()
-                  if s == 'FAIL' and f]
-        bounds = [b for c in figs.values() for e, s, f, b in c.values() if b]
-        text = ('Kill matrix: every test on each of %d kernels and emulated '
+        ratios = [f / b for c in whole.values() for e, s, f, b in c.values()
+                  if s == 'FAIL' and f and b]
+        text = ('Kill matrix: every test on each of %d kernels and '
                 'changes under QEMU (%s): %d of %d cells gave the verdict '
                 'the mechanism predicts.' % (len(mcols), ', '.join(mcols),
                                              same, cells))
-        if broken and bounds:
-            text += (' Without early stop, broken figures are %d to %d '
-                     'major faults, against bounds of %d to %d.'
-                     % (min(broken), max(broken), min(bounds), max(bounds)))
+        if ratios:
+            text += (' Without early stop, broken figures are %.1f to %.0f '
+                     'times their bounds.' % (min(ratios), max(ratios)))
         out += ['', wrap(text)]
     out += ['', 'To run them, as root, on the tree with the series applied:',
             '',
