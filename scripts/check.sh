@@ -107,8 +107,8 @@ fi
 # harness forks twice and the test runs in its own process group) dies;
 # the mount namespace goes, the loop device detaches.
 for delay in 0.3 1 2; do
-	# In a subshell, so that the shell has no job of its own killed.
-	("$top/build/readahead_sticky_miss" > /dev/null 2>&1; true) &
+	# In a subshell whose stderr goes nowhere: its "Killed" line is noise.
+	("$top/build/readahead_sticky_miss" > /dev/null 2>&1; true) 2> /dev/null &
 	pid=$!
 	sleep "$delay"
 	pkill -KILL -f "$top/build/readahead_sticky_miss"
