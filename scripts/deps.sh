@@ -13,12 +13,18 @@
 # fails (its last lines on stderr).
 set -u
 prog=${0##*/}
-[ $# -ge 1 ] || { echo "usage: $prog PKG..." >&2; exit 2; }
+case ${1:--} in
+-*) echo "usage: $prog PKG..." >&2; exit 2 ;;
+esac
 [ "$(id -u)" = 0 ] || { echo "$prog: needs root (apt-get install)" >&2; exit 3; }
 export DEBIAN_FRONTEND=noninteractive
 opts="-y -q --no-install-recommends --no-upgrade"
 
 apt-get update -q > /dev/null || { echo "$prog: apt-get update failed" >&2; exit 3; }
+for pkg; do
+	apt-cache show --no-all-versions "$pkg" > /dev/null 2>&1 ||
+		{ echo "$prog: package $pkg unknown to apt" >&2; exit 3; }
+done
 # "Inst pkg [old] (new ...)": an installed package apt has to upgrade.
 # shellcheck disable=SC2086 # opts is a word list
 up=$(apt-get install -s $opts "$@" 2>&1 | sed -n 's/^Inst \([^ ]*\) \[.*/\1/p' | tr '\n' ' ')
