@@ -22,12 +22,18 @@
 # The root's package and source caches start empty. On a failure, one
 # line names the step and the first missing command, header or Python
 # module found in its log, with the package that provides it on this
-# machine. --keep DIR builds the root in DIR and leaves it there.
+# machine, and the log, kept as /var/tmp/ra-fresh-<step>.log. --keep DIR
+# builds the root in DIR (new, empty or an earlier --keep DIR) and
+# leaves it there.
 #
-# Runs in a mount namespace of its own: its bind mounts end with it, even
-# when it is killed. The root is bound onto itself, so that its "/" is a
-# mount point, as the tests' private mount namespaces need. Needs root. Exit status: 0 when every step passes, 1
-# when one fails, 2 on usage errors, 3 when the root cannot be built.
+# All of it runs in a mount namespace of its own (mmdebstrap's mounts
+# included), and each step in a PID namespace that dies with the script:
+# nothing stays mounted or running after it ends, however it ends. A root
+# left in /var/tmp by a killed run is removed by the next run. The root
+# is bound onto itself, so that its "/" is a mount point, as the tests'
+# private mount namespaces need. Needs root. Exit status: 0 when every
+# step passes, 1 when one fails, 2 on usage errors, 3 when the root
+# cannot be built.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,10 +57,27 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || infra "needs root (chroot, mounts, the suite)"
 command -v mmdebstrap > /dev/null || infra "mmdebstrap not found (make deps)"
+if [ -n "$keep" ]; then
+	[ ! -e "$keep" ] || [ -d "$keep" ] || { echo "$prog: --keep $keep is not a directory" >&2; exit 2; }
+	if [ -d "$keep" ] && [ -n "$(ls -A "$keep")" ] && [ ! -e "$keep/.ra-fresh" ]; then
+		echo "$prog: --keep $keep is neither empty nor an earlier --keep directory" >&2
+		exit 2
+	fi
+fi
+# Everything below in a private mount namespace: mmdebstrap's mounts of
+# the root go with it.
+if [ -z "${RA_FRESH_NS:-}" ]; then
+	RA_FRESH_NS=1 exec unshare --mount --propagation private "$0" "$@"
+fi
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$codename" ] || infra "no VERSION_CODENAME in /etc/os-release"
 sources=$("$top/vm/debian-apt.sh" sources) || exit 3
 
+# Roots of killed runs: their lock is free, their namespaces are gone.
+for d in /var/tmp/ra-fresh.*; do
+	[ -d "$d" ] && [ -e "$d/.ra-fresh" ] && flock -n "$d/.ra-fresh" true &&
+		rm -rf --one-file-system "$d"
+done
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
 	work=$(cd "$keep" && pwd)
@@ -63,8 +86,18 @@ else
 	trap 'rm -rf --one-file-system "$work"' EXIT
 	trap 'exit 130' INT TERM HUP
 fi
+exec 8>> "$work/.ra-fresh"
+flock -n 8 || { echo "$prog: $work is in use by another run" >&2; exit 3; }
 root=$work/root
 rm -rf --one-file-system "$root"
+
+# A log that outlives the work directory, for a failure line to name.
+keep_log() {
+	local kept
+
+	kept=/var/tmp/ra-fresh-$(basename "$1")
+	cp "$1" "$kept" 2> /dev/null && echo "$kept" || echo "$1"
+}
 
 start=$(date +%s)
 mapfile -t mirrors <<< "$sources"
@@ -79,7 +112,7 @@ if ! mmdebstrap --variant=minbase --include=make --skip=cleanup/apt/lists \
 	"${aptopts[@]}" "$codename" "$root" "${mirrors[@]}" \
 	> "$work/mmdebstrap.log" 2>&1; then
 	tail -5 "$work/mmdebstrap.log" >&2
-	infra "mmdebstrap of $codename failed (log: $work/mmdebstrap.log)"
+	infra "mmdebstrap of $codename failed (log: $(keep_log "$work/mmdebstrap.log"))"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mkdir -p "$root/src"
@@ -131,7 +164,11 @@ step() {
 	log=$work/$(echo "$name" | tr -c 'a-z0-9\n' '-').log
 	t0=$(date +%s)
 	set +e
-	unshare --mount --propagation private /bin/sh -c '
+	# Its own PID namespace, killed with the script: unshare gets
+	# SIGKILL when the script dies, and its child, the namespace's
+	# init, when unshare dies.
+	setpriv --pdeathsig KILL \
+	unshare --mount --propagation private --pid --fork --kill-child /bin/sh -c '
 		r=$1; shift
 		mount --bind "$r" "$r" &&
 		mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" &&
@@ -146,9 +183,8 @@ step() {
 		return 0
 	fi
 	why=$(missing "$log") || why="exit $rc: $(grep -v '^\s*$' "$log" | tail -n 1)"
+	[ -n "$keep" ] || log=$(keep_log "$log")
 	echo "FAIL: fresh root, $name: $why (log: $log)"
-	[ -n "$keep" ] || cp "$log" "/var/tmp/ra-fresh-$(basename "$log")"
-	[ -n "$keep" ] || echo "$prog: log kept as /var/tmp/ra-fresh-$(basename "$log")"
 	exit 1
 }
 
