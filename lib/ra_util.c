@@ -382,11 +382,11 @@ void ra_fs_teardown(struct ra_fs *fs)
 }
 
 /*
- * Put @value back into @path when the calling process dies, however it
- * dies: a child in its own session waits for the end of a pipe that only
- * the caller holds open.
+ * When the calling process dies, however it dies, put @value back into
+ * @path, or with @value below 0 remove @path: a child in its own session
+ * waits for the end of a pipe that only the caller holds open.
  */
-static void restore_on_exit(const char *path, unsigned long value)
+static void on_exit_of_caller(const char *path, long value)
 {
 	int pipefd[2];
 	pid_t pid;
@@ -401,7 +401,10 @@ static void restore_on_exit(const char *path, unsigned long value)
 		setsid();
 		while (read(STDIN_FILENO, &c, 1) > 0)
 			;
-		write_num(path, value);
+		if (value < 0)
+			unlink(path);
+		else
+			write_num(path, value);
 		_exit(0);
 	}
 	close(pipefd[0]);
@@ -434,7 +437,7 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 		fs->saved_ra_kb = read_num(fs->sysfs_ra);
 		fs->ra_saved = true;
 		if (!fs->own)
-			restore_on_exit(fs->sysfs_ra, fs->saved_ra_kb);
+			on_exit_of_caller(fs->sysfs_ra, fs->saved_ra_kb);
 	}
 	fs->ra_kb = kb;
 	write_num(fs->sysfs_ra, kb);
@@ -483,7 +486,9 @@ unsigned long ra_folio_size(const struct ra_fs *fs)
  *
  * The file is a hole from start to end: readahead, folio allocation and
  * fault accounting treat it exactly like written data, and no test
- * depends on disk speed or disk space.
+ * depends on disk speed or disk space. In a directory of the user's
+ * (READAHEAD_TEST_DIR) it is removed when the caller dies, however it
+ * dies.
  *
  * Return: 0 on success, -1 on error (errno set).
  */
@@ -497,6 +502,9 @@ int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
 	if (fd < 0)
 		return -1;
 	snprintf(fs->file, sizeof(fs->file), "%s", path);
+	/* In a directory of the user's, a killed test leaves no file. */
+	if (!fs->own)
+		on_exit_of_caller(path, -1);
 	ret = ftruncate(fd, size);
 	close(fd);
 	return ret;
