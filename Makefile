@@ -65,15 +65,19 @@ endif
 KHDR := $(or $(wildcard $(abspath $(KSFT_DIR)/../../../usr/include)), \
 	$(SRC_CACHE)/usr/include)
 VM_UTIL := $(KSFT_DIR)/mm/vm_util.c
+# The cgroup selftests' library, as other selftests link it (libcgroup.mk).
+CG_UTIL := $(KSFT_DIR)/cgroup/lib/cgroup_util.c
+CG_INC := $(KSFT_DIR)/cgroup/lib/include
 
 CC ?= gcc
 CFLAGS ?= -O2 -g
 # As in tools/testing/selftests/lib.mk and mm/Makefile: _GNU_SOURCE, the
 # harness as "kselftest_harness.h", installed uapi headers.
 KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm -isystem $(KHDR)
-CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(TOP)/lib
+CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(CG_INC) -I $(TOP)/lib
 LDLIBS += -lcap -lpthread
-# vm_util.c is the tree's, built with mm's own warnings (-Wall).
+# vm_util.c and cgroup_util.c are the tree's, built with mm's own
+# warnings (-Wall).
 VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS)
 
 BINS := $(addprefix $(OUTPUT)/,$(TESTS))
@@ -86,9 +90,14 @@ $(OUTPUT)/vm_util.o: $(VM_UTIL) $(KSFT_DIR)/mm/vm_util.h $(KHDR)/linux/fs.h
 	@mkdir -p $(OUTPUT)
 	$(CC) $(VM_UTIL_CFLAGS) -c -o $@ $<
 
+$(OUTPUT)/cgroup_util.o: $(CG_UTIL) $(CG_INC)/cgroup_util.h
+	@mkdir -p $(OUTPUT)
+	$(CC) $(VM_UTIL_CFLAGS) -I $(CG_INC) -c -o $@ $<
+
 $(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
-	     $(KSFT_DIR)/kselftest_harness.h
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(OUTPUT)/vm_util.o $(LDLIBS)
+	     $(OUTPUT)/cgroup_util.o $(KSFT_DIR)/kselftest_harness.h
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(OUTPUT)/vm_util.o \
+		$(OUTPUT)/cgroup_util.o $(LDLIBS)
 
 $(OUTPUT)/run-suite.sh: $(TOP)/scripts/run-suite.sh
 	@mkdir -p $(OUTPUT)
@@ -102,19 +111,25 @@ $(OUTPUT)/kselftest/%: $(KSFT_DIR)/kselftest/%
 	@mkdir -p $(OUTPUT)/kselftest
 	install -m 0755 $< $@
 
-# Only the kselftest headers and runner, mm's vm_util.[ch], checkpatch and
-# the uapi headers are extracted; the uapi headers are installed as
-# "make headers" would, with the tree's headers_install.sh and unifdef.
+# Only the kselftest headers and runner, mm's vm_util.[ch], the cgroup
+# library, checkpatch and the uapi headers are extracted; the uapi headers
+# are installed as "make headers" would, with the tree's
+# headers_install.sh and unifdef.
 KSFT_MEMBERS := tools/testing/selftests/kselftest.h \
 	tools/testing/selftests/kselftest_harness.h \
 	tools/testing/selftests/kselftest/runner.sh \
 	tools/testing/selftests/kselftest/prefix.pl \
 	tools/testing/selftests/kselftest/ktap_helpers.sh \
 	tools/testing/selftests/mm/vm_util.c tools/testing/selftests/mm/vm_util.h \
+	tools/testing/selftests/cgroup/lib/cgroup_util.c \
+	tools/testing/selftests/cgroup/lib/include/cgroup_util.h \
+	tools/testing/selftests/clone3/clone3_selftests.h \
 	scripts/checkpatch.pl scripts/spelling.txt \
 	scripts/const_structs.checkpatch scripts/headers_install.sh \
 	scripts/unifdef.c include/uapi arch/x86/include/uapi
-SRC_STAMP := $(SRC_CACHE)/.extracted
+# The stamp names the member list: a cache extracted for another list is
+# extracted anew.
+SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo '$(KSFT_MEMBERS)' | cksum))
 
 # Extracted into a directory of its own and renamed into place, so that
 # concurrent builds never see a half-extracted cache.
@@ -130,12 +145,13 @@ $(SRC_STAMP):
 		o=usr/include/$${f#*/uapi/}; mkdir -p $${o%/*}; \
 		sh scripts/headers_install.sh $$f $$o; \
 	done; \
-	touch .extracted; chmod 0755 "$$tmp"; \
+	touch $(notdir $(SRC_STAMP)); chmod 0755 "$$tmp"; \
 	[ -f $@ ] || { rm -rf $(SRC_CACHE); mv -T "$$tmp" $(SRC_CACHE); }
 
 $(SRC_CACHE)/usr/include/linux/fs.h $(SRC_CACHE)/scripts/checkpatch.pl: $(SRC_STAMP)
 ifeq ($(KSFT_FROM_PACKAGE),1)
 $(addprefix $(KSFT_DIR)/,kselftest_harness.h mm/vm_util.c mm/vm_util.h \
+	cgroup/lib/cgroup_util.c cgroup/lib/include/cgroup_util.h \
 	kselftest/runner.sh kselftest/prefix.pl kselftest/ktap_helpers.sh): $(SRC_STAMP)
 endif
 

@@ -19,10 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/loop.h>
+#include <linux/mman.h>
 #include <linux/magic.h>
 #include <sys/capability.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -32,6 +34,7 @@
 
 #include "kselftest.h"
 #include "vm_util.h"
+#include "cgroup_util.h"
 #include "ra_util.h"
 
 const struct ra_fs_kind ra_ext4_4k = { "ext4", 4096 };
@@ -383,8 +386,10 @@ void ra_fs_teardown(struct ra_fs *fs)
 
 /*
  * When the calling process dies, however it dies, put @value back into
- * @path, or with @value below 0 remove @path: a child in its own session
- * waits for the end of a pipe that only the caller holds open.
+ * @path, or with @value below 0 remove @path (a file, or an empty
+ * directory such as a cgroup, which empties once the caller has gone): a
+ * child in its own session waits for the end of a pipe that only the
+ * caller holds open.
  */
 static void on_exit_of_caller(const char *path, long value)
 {
@@ -401,10 +406,16 @@ static void on_exit_of_caller(const char *path, long value)
 		setsid();
 		while (read(STDIN_FILENO, &c, 1) > 0)
 			;
-		if (value < 0)
-			unlink(path);
-		else
+		if (value < 0) {
+			int tries = 100;
+
+			/* A dying caller leaves its cgroup a little later. */
+			while (unlink(path) && errno == EISDIR &&
+			       rmdir(path) && errno == EBUSY && --tries)
+				usleep(10000);
+		} else {
 			write_num(path, value);
+		}
 		_exit(0);
 	}
 	close(pipefd[0]);
@@ -1033,4 +1044,233 @@ unsigned long ra_isqrt(unsigned long n)
 	while ((r + 1) * (r + 1) <= n)
 		r++;
 	return r;
+}
+
+/* cachestat() has one number on every architecture (since 6.5). */
+#ifndef __NR_cachestat
+#define __NR_cachestat		451
+#endif
+
+/**
+ * ra_cachestat() - folios of a file range in the page cache, by cachestat()
+ * @fd: the file
+ * @off: file offset of the range in bytes
+ * @len: length of the range in bytes
+ *
+ * Counts what the page cache holds, including folios still locked under
+ * their first read, which mincore() reports only once they are uptodate.
+ *
+ * Return: the number of pages, or -1 when the kernel has no cachestat()
+ * (before 6.5: ENOSYS) or it fails (errno set).
+ */
+long ra_cachestat(int fd, size_t off, size_t len)
+{
+	struct cachestat_range range = { off, len };
+	struct cachestat cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return -1;
+	return cs.nr_cache;
+}
+
+/**
+ * ra_cached_pages() - pages of a file range in the page cache
+ * @fd: the file
+ * @map: a mapping of the whole file, from offset 0
+ * @off: file offset of the range in bytes
+ * @len: length of the range in bytes
+ *
+ * Uses ra_cachestat(), else mincore() over the same range of @map, which
+ * reports page cache residency whether or not a page is mapped. Either
+ * way the count is of the file's page cache, not of the caller's page
+ * tables: what a fault's readahead brought in.
+ *
+ * Return: the number of pages, or -1 on error (errno set).
+ */
+long ra_cached_pages(int fd, const char *map, size_t off, size_t len)
+{
+	long n = ra_cachestat(fd, off, len);
+
+	return n >= 0 ? n : ra_resident_pages(map + off, len);
+}
+
+/**
+ * ra_drop_range() - unmap a file range and drop it from the page cache
+ * @fd: the file
+ * @map: a mapping of the whole file, from offset 0
+ * @off: file offset of the range in bytes, page-aligned
+ * @len: length of the range in bytes
+ *
+ * MADV_DONTNEED, then POSIX_FADV_DONTNEED: the range is cold again for
+ * the next fault, and the struct file's readahead state (mmap_miss) is
+ * left as it is. Errors are ignored: a range left cached shows up in the
+ * next ra_cached_pages() count.
+ */
+void ra_drop_range(int fd, char *map, size_t off, size_t len)
+{
+	madvise(map + off, len, MADV_DONTNEED);
+	posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
+}
+
+/**
+ * ra_cgroup_enter() - move the calling process into a new cgroup v2
+ * @fs: filesystem of the test; @fs->why gets the reason on skip or failure
+ * @cg: the cgroup, filled in here
+ * @controller: cgroup v2 controller the test needs, "memory" or "io"
+ *
+ * Creates a cgroup under the cgroup v2 root and moves the whole process
+ * (all its threads) into it, so that its page cache is charged there
+ * (memory: its own LRU lists, workingset counters in memory.stat) or its
+ * reads pass its own blk-throttle limits (io). The root must already
+ * list @controller in cgroup.subtree_control, as systemd sets it up: this
+ * changes no global setting. The cgroup is removed by ra_cgroup_leave(),
+ * or once the process has exited, however it exits.
+ *
+ * Return: 0; KSFT_SKIP with @fs->why set when there is no cgroup v2 root
+ * with @controller enabled or it is not writable; -1 with @fs->why set
+ * when entering fails.
+ */
+int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
+		    const char *controller)
+{
+	char *root = cg->root, self[2 * RA_PATH_LEN], *rel;
+	FILE *f;
+
+	memset(cg, 0, sizeof(*cg));
+	if (cg_find_unified_root(root, sizeof(cg->root), NULL))
+		return fs_skip(fs, "%s", "no cgroup v2 hierarchy mounted");
+	if (cg_read_strstr(root, "cgroup.subtree_control", controller)) {
+		snprintf(fs->why, sizeof(fs->why),
+			 "cgroup v2 %s controller not enabled in %s/cgroup.subtree_control",
+			 controller, root);
+		return KSFT_SKIP;
+	}
+	/* Where this process is now: the "0::<path>" line. */
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return fs_fail(fs, "reading /proc/self/cgroup");
+	rel = NULL;
+	while (fgets(self, sizeof(self), f))
+		if (!strncmp(self, "0::", 3)) {
+			rel = self + 3;
+			rel[strcspn(rel, "\n")] = '\0';
+			break;
+		}
+	fclose(f);
+	if (!rel)
+		return fs_skip(fs, "%s", "this process is in no cgroup v2");
+	snprintf(cg->home, sizeof(cg->home), "%s%s", root,
+		 strcmp(rel, "/") ? rel : "");
+	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d", root,
+		 getpid());
+	if (cg_create(cg->path)) {
+		int err = errno;
+
+		cg->path[0] = '\0';
+		if (err == EACCES || err == EPERM || err == EROFS)
+			return fs_skip(fs, "%s", "cgroup v2 root not writable");
+		errno = err;
+		return fs_fail(fs, "creating a cgroup");
+	}
+	/* Forked before entering: the watcher stays out of the cgroup. */
+	on_exit_of_caller(cg->path, -1);
+	if (cg_enter_current(cg->path))
+		return fs_fail(fs, "entering the test cgroup");
+	return 0;
+}
+
+/**
+ * ra_cgroup_throttle_reads() - limit the cgroup's reads from the test's disk
+ * @fs: filesystem whose disk is throttled; @fs->why on skip or failure
+ * @cg: cgroup entered with ra_cgroup_enter(@fs, @cg, "io")
+ * @iops: read I/Os per second allowed; 0 lifts the limit
+ *
+ * Writes "<major>:<minor> riops=@iops" to io.max: blk-throttle then holds
+ * each read bio of this cgroup's tasks until its turn, about 1/@iops
+ * seconds after the previous one. The folio under that read stays locked
+ * the whole time, so that other faults on it really wait for it. Only
+ * this cgroup is slowed, and the limit goes with the cgroup.
+ *
+ * Return: 0; KSFT_SKIP with @fs->why set when the kernel has no
+ * blk-throttle (no io.max) or the disk is unknown; -1 with @fs->why set
+ * when the write fails.
+ */
+int ra_cgroup_throttle_reads(struct ra_fs *fs, struct ra_cgroup *cg,
+			     unsigned int iops)
+{
+	char path[3 * RA_PATH_LEN], buf[64];
+	size_t n = strlen(fs->sysfs_ra);
+	const char *tail = "queue/read_ahead_kb";
+	FILE *f;
+
+	if (!cg->dev[0]) {
+		if (n < strlen(tail) || strcmp(fs->sysfs_ra + n - strlen(tail), tail))
+			return fs_skip(fs, "no block device known for %s", fs->dir);
+		snprintf(path, sizeof(path), "%.*sdev",
+			 (int)(n - strlen(tail)), fs->sysfs_ra);
+		f = fopen(path, "re");
+		if (!f || !fgets(cg->dev, sizeof(cg->dev), f)) {
+			if (f)
+				fclose(f);
+			return fs_skip(fs, "cannot read %s", path);
+		}
+		fclose(f);
+		cg->dev[strcspn(cg->dev, "\n")] = '\0';
+	}
+	snprintf(path, sizeof(path), "%s/io.max", cg->path);
+	if (access(path, W_OK))
+		return fs_skip(fs, "%s", "kernel without blk-throttle: no io.max");
+	if (iops)
+		snprintf(buf, sizeof(buf), "%s riops=%u", cg->dev, iops);
+	else
+		snprintf(buf, sizeof(buf), "%s riops=max", cg->dev);
+	if (cg_write(cg->path, "io.max", buf))
+		return fs_fail(fs, "writing io.max");
+	return 0;
+}
+
+/**
+ * ra_memcg_stat() - a counter of a cgroup's memory.stat
+ * @cgroup: directory of the cgroup, a test's (&ra_cgroup.path) or the
+ *	root (&ra_cgroup.root)
+ * @key: name of the counter, e.g. "workingset_restore_file"
+ * @at_least: value the caller expects the counter to have reached
+ *
+ * memcg statistics are flushed lazily: reading memory.stat flushes them
+ * once enough updates are pending, a worker at least every two seconds.
+ * A fresh count may lag, so this reads again for up to four seconds
+ * while the counter stays below @at_least.
+ *
+ * Return: the counter (in pages for the workingset counters, in bytes
+ * for the LRU sizes), or -1 when it cannot be read.
+ */
+long ra_memcg_stat(const char *cgroup, const char *key, long at_least)
+{
+	char name[64];
+	long val;
+	int tries = 40;
+
+	snprintf(name, sizeof(name), "%s ", key);
+	do {
+		val = cg_read_key_long(cgroup, "memory.stat", name);
+		if (val < 0 || val >= at_least)
+			return val;
+		usleep(100000);
+	} while (--tries);
+	return val;
+}
+
+/**
+ * ra_cgroup_leave() - go back to the original cgroup and remove the new one
+ * @cg: cgroup from ra_cgroup_enter(), or zeroed
+ *
+ * The page cache charged to the cgroup moves to its parent on removal.
+ */
+void ra_cgroup_leave(struct ra_cgroup *cg)
+{
+	if (!cg->path[0])
+		return;
+	cg_enter_current(cg->home);
+	rmdir(cg->path);
+	cg->path[0] = '\0';
 }

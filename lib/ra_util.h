@@ -71,6 +71,21 @@ struct ra_fs {
 };
 
 /**
+ * struct ra_cgroup - a cgroup v2 a test runs in, created for it
+ * @root: the cgroup v2 root directory
+ * @path: the cgroup's directory, "" when none was created
+ * @home: the cgroup the test came from, to go back to
+ * @dev: "major:minor" of the disk whose reads ra_cgroup_throttle_reads()
+ *	slowed, or ""
+ */
+struct ra_cgroup {
+	char root[RA_PATH_LEN];
+	char path[2 * RA_PATH_LEN];
+	char home[4 * RA_PATH_LEN];
+	char dev[32];
+};
+
+/**
  * struct ra_walk - result of a page walk
  * @majflt: major faults taken by the walk
  * @touched: pages touched before the walk ended
@@ -112,6 +127,15 @@ void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
 long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
 char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);
+long ra_cachestat(int fd, size_t off, size_t len);
+long ra_cached_pages(int fd, const char *map, size_t off, size_t len);
+void ra_drop_range(int fd, char *map, size_t off, size_t len);
+int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
+		    const char *controller);
+int ra_cgroup_throttle_reads(struct ra_fs *fs, struct ra_cgroup *cg,
+			     unsigned int iops);
+long ra_memcg_stat(const char *cgroup, const char *key, long at_least);
+void ra_cgroup_leave(struct ra_cgroup *cg);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 	ra_xfs_64k;

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/mman.h>
 
@@ -114,33 +113,6 @@ FIXTURE_TEARDOWN(random_reader)
 	ra_fs_teardown(&self->r.fs);
 }
 
-/*
- * Pages of [@off, @off + @len) of the file in the page cache: cachestat()
- * where the kernel and its headers have it, else mincore() over the same
- * range of the mapping @map (which reports page cache residency whether
- * or not a page is mapped).
- */
-static long cached_pages(int fd, const char *map, size_t off, size_t len)
-{
-#ifdef __NR_cachestat
-	struct cachestat_range range = { off, len };
-	struct cachestat cs;
-
-	if (!syscall(__NR_cachestat, fd, &range, &cs, 0))
-		return cs.nr_cache;
-#else
-	(void)fd;
-#endif
-	return ra_resident_pages(map + off, len);
-}
-
-/* Unmap [@off, @off + @len) and drop it from the page cache. */
-static void drop_range(int fd, char *map, size_t off, size_t len)
-{
-	madvise(map + off, len, MADV_DONTNEED);
-	posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
-}
-
 /* A random folio-aligned offset in the middle half of [@base, +@len). */
 static size_t slot_target(size_t base, size_t len, size_t folio,
 			  unsigned int *seed)
@@ -191,7 +163,7 @@ static void warm_up(struct __test_metadata *_metadata,
 		size_t off = slot_target(base, FOLIO_ALIGN, folio, &seed);
 
 		FORCE_READ(r->map[off]);
-		drop_range(r->fd, r->map, base, FOLIO_ALIGN);
+		ra_drop_range(r->fd, r->map, base, FOLIO_ALIGN);
 	}
 	fig->warm_majflt = ra_majflt() - start;
 	ASSERT_GT(fig->warm_majflt, RA_MMAP_LOTSAMISS)
@@ -233,7 +205,7 @@ static void measure_runs(struct __test_metadata *_metadata,
 			for (j = 0; j < CACHED_RUN; j++)
 				ASSERT_EQ(1, pread(r->fd_precache, &c, 1,
 						   off + j * CACHED_EVERY * folio));
-		before = cached_pages(r->fd, r->map, base, r->slot);
+		before = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, before);
 		if (pat == AFTER_CACHED) {
 			for (j = 0; j < CACHED_RUN; j++)
@@ -247,10 +219,10 @@ static void measure_runs(struct __test_metadata *_metadata,
 				FORCE_READ(r->map[off + j * ps]);
 		}
 		fig->runs++;
-		after = cached_pages(r->fd, r->map, base, r->slot);
+		after = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, after);
 		fig->pages += after - before;
-		drop_range(r->fd, r->map, base, r->slot);
+		ra_drop_range(r->fd, r->map, base, r->slot);
 	}
 	fig->stopped = i < RUNS;
 }
@@ -279,20 +251,20 @@ static void measure_strides(struct __test_metadata *_metadata,
 			fig->runs++;
 			if (behind <= counted)
 				continue;
-			n = cached_pages(r->fd, r->map, counted,
-					 behind - counted);
+			n = ra_cached_pages(r->fd, r->map, counted,
+					    behind - counted);
 			ASSERT_LE(0, n);
 			fig->pages += n;
-			drop_range(r->fd, r->map, counted,
-				   behind - counted);
+			ra_drop_range(r->fd, r->map, counted,
+				      behind - counted);
 			counted = behind;
 		}
 		end = off + STRIDE_ACCESSES * strides[s] * ps + 2 * window;
 		end = (end + FOLIO_ALIGN - 1) & ~(FOLIO_ALIGN - 1);
-		n = cached_pages(r->fd, r->map, counted, end - counted);
+		n = ra_cached_pages(r->fd, r->map, counted, end - counted);
 		ASSERT_LE(0, n);
 		fig->pages += n;
-		drop_range(r->fd, r->map, counted, end - counted);
+		ra_drop_range(r->fd, r->map, counted, end - counted);
 		off = end;
 	}
 	fig->stopped = s < ARRAY_SIZE(strides) || i < STRIDE_ACCESSES;

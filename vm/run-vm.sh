@@ -624,6 +624,10 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# cgroup v2 with the memory and io controllers enabled for children, as
+# systemd sets it up (the thrash tests make cgroups of their own there).
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null &&
+	echo "+memory +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 
 # ttyS1 is the suite channel: raw, so that output is passed as it is.
 exec 3>/dev/ttyS1
