@@ -12,8 +12,10 @@
 # What changes in the tree's mm directory:
 #   - the tests and lib/ra_util.[ch] are copied in;
 #   - Makefile: each test added to TEST_GEN_FILES at its sorted place; for
-#     each, a link rule for ra_util.c beside the other helper rules and
-#     "LDLIBS += -lcap" beside mlock-random-test's;
+#     each, a link rule for ra_util.c and the cgroup selftests' library
+#     (../cgroup/lib/libcgroup.mk, included after lib.mk as other
+#     selftests do) beside the other helper rules, and "LDLIBS += -lcap"
+#     beside mlock-random-test's;
 #   - run_vmtests.sh: a "readahead" category (help text and one run_test
 #     line per test, before the summary);
 #   - when mm's Makefile lists ksft_<category>.sh wrappers in TEST_PROGS
@@ -94,10 +96,12 @@ add_after_last() {
 		END { if (!done) exit 1 }' "$file" | update "$file"
 }
 
+add_after_last '^include \.\./lib\.mk$' \
+	'include ../cgroup/lib/libcgroup.mk' "$mm/Makefile"
 for t in $tests; do
 	add_sorted TEST_GEN_FILES "$t" "$mm/Makefile"
-	add_after_last '^\$\(OUTPUT\)/[a-z_-]+: [a-z_-]+\.c$' \
-		"\$(OUTPUT)/$t: ra_util.c" "$mm/Makefile"
+	add_after_last '^\$\(OUTPUT\)/[a-z_-]+: [a-z_-]+\.c( \$\(LIBCGROUP_O\))?$' \
+		"\$(OUTPUT)/$t: ra_util.c \$(LIBCGROUP_O)" "$mm/Makefile"
 	add_after_last '^\$\(OUTPUT\)/.*: LDLIBS \+= -lcap$' \
 		"\$(OUTPUT)/$t: LDLIBS += -lcap" "$mm/Makefile"
 done

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PMD mappings where THP is disabled: readahead for a MADV_HUGEPAGE
+ * mapping fills the page cache with PMD-sized folios; another mapping of
+ * the same file range in a process with prctl(PR_SET_THP_DISABLE), or in
+ * a VMA with MADV_NOHUGEPAGE, must map them with PTEs. do_set_pmd()
+ * refuses a PMD there, whatever folio the page cache holds (some
+ * hypervisors cannot take PMD mappings at all). Measured: PMDs of the
+ * second mapping that smaps' FilePmdMapped counts after one fault in
+ * each. Bound 0: no PMD mapping is ever right there. Broken: every PMD
+ * faulted is PMD-mapped. Skips where readahead builds no PMD-sized folio
+ * (no THP, PMD above 2 MiB as on 64 KiB pages, filesystems without large
+ * folios).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vm_util.h"
+#include "ra_util.h"
+
+#define NR_PMD		8
+/* Largest folio forced THP readahead builds (do_sync_mmap_readahead()). */
+#define MAX_THP_FOLIO	(2UL << 20)
+#define RA_KB		128UL
+#define SUSPECT \
+	"do_set_pmd() maps a PMD-sized folio by a PMD where THP is disabled (no vma_thp_disabled() check)"
+
+FIXTURE(thp_disabled) {
+	struct ra_fs fs;
+	int fd;
+	char *map;
+	size_t size;
+	unsigned long pmd;
+	long built;	/* PMDs of the MADV_HUGEPAGE mapping PMD-mapped */
+};
+
+FIXTURE_VARIANT(thp_disabled) {
+	const struct ra_fs_kind *fs;
+};
+
+FIXTURE_VARIANT_ADD(thp_disabled, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(thp_disabled, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(thp_disabled, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(thp_disabled, xfs_64k) { .fs = &ra_xfs_64k };
+
+/* PMDs of the VMA at @map (@len bytes) that smaps counts as FilePmdMapped. */
+static long pmd_mapped(char *map, size_t len, unsigned long pmd)
+{
+	long n;
+
+	for (n = 0; n <= (long)(len / pmd); n++)
+		if (check_huge_file(map, len, n, pmd))
+			return n;
+	return -1;
+}
+
+/* One read in each PMD of @map, PMD-aligned, @len bytes. */
+static void touch_pmds(const char *map, size_t len, unsigned long pmd)
+{
+	size_t off;
+
+	for (off = 0; off < len; off += pmd)
+		FORCE_READ(map[off + pmd / 2]);
+}
+
+/*
+ *   file     |  PMD 0  |  PMD 1  | ... |  PMD 7  |
+ *   map      MADV_HUGEPAGE: a fault in each reads and maps a PMD folio
+ *   second   THP disabled: a fault in each must map PTEs only
+ */
+FIXTURE_SETUP(thp_disabled)
+{
+	int ret;
+
+	self->fd = -1;
+	self->pmd = read_pmd_pagesize();
+	if (!self->pmd)
+		SKIP(return, "transparent hugepages not available");
+	if (self->pmd > MAX_THP_FOLIO)
+		SKIP(return, "PMD size %lu bytes: readahead builds no PMD-sized folio",
+		     self->pmd);
+	ret = ra_fs_setup(&self->fs, variant->fs);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->size = NR_PMD * self->pmd;
+	/* The folios of both mappings are the same: one file's worth. */
+	ret = ra_need_memory(&self->fs, 2 * self->size);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	/* MADV_HUGEPAGE sets VM_HUGEPAGE whatever the global THP mode. */
+	self->map = ra_map_pmd_aligned(self->fd, 0, self->size, self->pmd);
+	ASSERT_NE(MAP_FAILED, self->map);
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_HUGEPAGE));
+	touch_pmds(self->map, self->size, self->pmd);
+	self->built = pmd_mapped(self->map, self->size, self->pmd);
+	ksft_print_msg("MADV_HUGEPAGE mapping: %ld of %d PMDs PMD-mapped\n",
+		       self->built, NR_PMD);
+	if (self->built <= 0)
+		SKIP(return, "%s: readahead built no PMD-sized folio here",
+		     self->fs.type);
+}
+
+FIXTURE_TEARDOWN(thp_disabled)
+{
+	ra_teardown(&self->fs, self->map, self->size, self->fd);
+}
+
+/* Map the file again, fault each PMD, count the PMD mappings. */
+static long map_again(int fd, size_t size, unsigned long pmd, int advice)
+{
+	char *map = ra_map_pmd_aligned(fd, 0, size, pmd);
+	long n;
+
+	if (map == MAP_FAILED)
+		return -1;
+	if (advice && madvise(map, size, advice)) {
+		munmap(map, size);
+		return -1;
+	}
+	touch_pmds(map, size, pmd);
+	n = pmd_mapped(map, size, pmd);
+	munmap(map, size);
+	return n;
+}
+
+/* A child process disables THP for itself, then maps and faults. */
+TEST_F(thp_disabled, prctl)
+{
+	int pipefd[2], status;
+	long n = -1;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(pipefd[0]);
+		if (!prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+			n = map_again(self->fd, self->size, self->pmd, 0);
+		else
+			n = -2;
+		_exit(write(pipefd[1], &n, sizeof(n)) == sizeof(n) ? 0 : 1);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ((ssize_t)sizeof(n), read(pipefd[0], &n, sizeof(n)));
+	close(pipefd[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (n == -2)
+		SKIP(return, "prctl(PR_SET_THP_DISABLE) not supported");
+	ASSERT_LE(0, n) TH_LOG("mapping the file again failed");
+	RA_EXPECT_FIGURE(&self->fs, "PMD mappings after prctl(PR_SET_THP_DISABLE)",
+			 n, "PMDs", 0, SUSPECT,
+			 "of %d PMDs faulted, %ld PMD-sized folios in the page cache",
+			 NR_PMD, self->built);
+}
+
+/* The same process, a second VMA with MADV_NOHUGEPAGE. */
+TEST_F(thp_disabled, madv_nohugepage)
+{
+	long n = map_again(self->fd, self->size, self->pmd, MADV_NOHUGEPAGE);
+
+	ASSERT_LE(0, n) TH_LOG("mapping the file again failed");
+	RA_EXPECT_FIGURE(&self->fs, "PMD mappings in a MADV_NOHUGEPAGE VMA",
+			 n, "PMDs", 0, SUSPECT,
+			 "of %d PMDs faulted, %ld PMD-sized folios in the page cache",
+			 NR_PMD, self->built);
+}
+
+TEST_HARNESS_MAIN
