@@ -2,11 +2,11 @@
 /*
  * Thrashing readers: once mmap_miss has passed MMAP_LOTSAMISS, two kinds
  * of page cache hit must not take it back under the limit, or read-around
- * comes back for a file whose reads only add to memory pressure:
- * - concurrent_faults: faults that find their folio locked, waiting for
- *   another thread's read of it (do_async_mmap_readahead());
- * - refaulting_workingset: fault-around hits on folios that refaulted
- *   with PG_workingset (filemap_map_pages()).
+ * comes back for a file whose reads only add to memory pressure. In
+ * concurrent_faults, faults that find their folio locked, waiting for
+ * another thread's read of it, count no hit (do_async_mmap_readahead());
+ * in refaulting_workingset, neither do fault-around hits on folios that
+ * refaulted with PG_workingset (filemap_map_pages()).
  * Each round faults one cold folio at a random spot, far from the
  * others, plus the hits of the case. Healthy: the counter only grows and
  * each round reads that one folio. Broken: the hits outnumber the misses,
@@ -15,6 +15,10 @@
  * sqrt(folio pages * ra_pages), the geometric mean of both: at
  * read_ahead_kb 16384 ra_pages is at least 256 folios on every page size
  * and filesystem, so that both figures lie 16x or more from the bound.
+ * Kernels before 7.2 count a fault's own retry as a hit, so that random
+ * faults never pass the limit: they fail both, as they fail
+ * random_reader. Both tests need a cgroup v2 controller (io, memory) and
+ * skip, naming it, without.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -443,18 +447,20 @@ TEST_F_TIMEOUT(thrash, refaulting_workingset, 300)
 		ra_drop_range(t->fd, t->map, base, t->slot);
 	}
 
-	/* Every hit folio refaulted as working set: else nothing is tested. */
+	/* Every hit folio should have refaulted as working set. */
 	expected = (long)i * HITS * (folio / ps);
 	restored = ra_memcg_stat(t->cg.path, "workingset_restore_file",
 				 restored + expected) - restored;
 	ksft_print_msg("refaults: %ld pages restored as working set, of %ld refaulted\n",
 		       restored, expected);
-	ASSERT_GE(restored, expected / 2)
-		TH_LOG("hits did not refault with PG_workingset: the test proves nothing");
 	RA_EXPECT_FIGURE(&t->fs, "misses among refaulted working-set hits",
 			 pages / i, "pages per round", bound, SUSPECT_WORKINGSET,
 			 "%ld pages in %u rounds of 1 miss and %d hits",
 			 pages, i, HITS);
+	/* A pass means something only if the hits were working set. */
+	if (pages / i <= bound)
+		ASSERT_GE(restored, expected / 2)
+			TH_LOG("hits did not refault with PG_workingset: the test proves nothing");
 }
 
 TEST_HARNESS_MAIN
