@@ -1139,6 +1139,12 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 	memset(cg, 0, sizeof(*cg));
 	if (cg_find_unified_root(root, sizeof(cg->root), NULL))
 		return fs_skip(fs, "%s", "no cgroup v2 hierarchy mounted");
+	if (cg_read_strstr(root, "cgroup.controllers", controller)) {
+		snprintf(fs->why, sizeof(fs->why),
+			 "no %s controller in cgroup v2 at %s (bound to a v1 hierarchy?)",
+			 controller, root);
+		return KSFT_SKIP;
+	}
 	if (cg_read_strstr(root, "cgroup.subtree_control", controller)) {
 		snprintf(fs->why, sizeof(fs->why),
 			 "cgroup v2 %s controller not enabled in %s/cgroup.subtree_control",

@@ -108,10 +108,13 @@ fi
 # the mount namespace goes, the loop device detaches.
 for delay in 0.3 1 2; do
 	# In a subshell whose stderr goes nowhere: its "Killed" line is noise.
-	("$top/build/readahead_sticky_miss" > /dev/null 2>&1; true) 2> /dev/null &
+	# The test in a session of its own, killed as a session: a run of
+	# the same binary elsewhere is left alone.
+	(setsid "$top/build/readahead_sticky_miss" > /dev/null 2>&1; true) 2> /dev/null &
 	pid=$!
 	sleep "$delay"
-	pkill -KILL -f "$top/build/readahead_sticky_miss"
+	sid=$(pgrep -P "$pid" | head -n 1)
+	[ -n "$sid" ] && pkill -KILL -s "$sid"
 	wait "$pid" 2> /dev/null
 	if no_leftovers "$before"; then
 		pass "no loop device or mount left after SIGKILL at ${delay} s"
