@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -388,22 +390,24 @@ void ra_fs_teardown(struct ra_fs *fs)
  * When the calling process dies, however it dies, put @value back into
  * @path, or with @value below 0 remove @path (a file, or an empty
  * directory such as a cgroup, which empties once the caller has gone): a
- * child in its own session waits for the end of a pipe that only the
- * caller holds open.
+ * child in its own session, named "ra-watcher", waits for the end of a
+ * pipe that only the caller holds open. Returns the child's pid, or -1.
  */
-static void on_exit_of_caller(const char *path, long value)
+static pid_t on_exit_of_caller(const char *path, long value)
 {
 	int pipefd[2];
 	pid_t pid;
 	char c;
 
 	if (pipe2(pipefd, O_CLOEXEC))
-		return;
+		return -1;
 	pid = fork();
 	if (pid == 0) {
 		dup2(pipefd[0], STDIN_FILENO);
 		close_range(STDOUT_FILENO, ~0U, 0);
 		setsid();
+		/* Not to be taken for the test by pkill and the like. */
+		prctl(PR_SET_NAME, "ra-watcher");
 		while (read(STDIN_FILENO, &c, 1) > 0)
 			;
 		if (value < 0) {
@@ -422,6 +426,7 @@ static void on_exit_of_caller(const char *path, long value)
 	if (pid < 0)
 		close(pipefd[1]);
 	/* pipefd[1] stays open until this process exits */
+	return pid;
 }
 
 /**
@@ -1124,7 +1129,9 @@ void ra_drop_range(int fd, char *map, size_t off, size_t len)
  * reads pass its own blk-throttle limits (io). The root must already
  * list @controller in cgroup.subtree_control, as systemd sets it up: this
  * changes no global setting. The cgroup is removed by ra_cgroup_leave(),
- * or once the process has exited, however it exits.
+ * or once the process has exited, however it exits; the process is
+ * killed when its parent dies (PR_SET_PDEATHSIG), so that it does not
+ * outlive a job killed through the job's own cgroup.
  *
  * Return: 0; KSFT_SKIP with @fs->why set when there is no cgroup v2 root
  * with @controller enabled or it is not writable; -1 with @fs->why set
@@ -1134,6 +1141,7 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		    const char *controller)
 {
 	char *root = cg->root, self[2 * RA_PATH_LEN], *rel;
+	pid_t watcher;
 	FILE *f;
 
 	memset(cg, 0, sizeof(*cg));
@@ -1169,6 +1177,14 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		 strcmp(rel, "/") ? rel : "");
 	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d", root,
 		 getpid());
+	/*
+	 * The watcher, forked before the cgroup exists, removes it however
+	 * this process dies. It moves to the root with the test, so that
+	 * killing the caller's cgroup (cgroup.kill, a service stop) leaves
+	 * it alive to do so, while the test follows its parent through
+	 * PR_SET_PDEATHSIG.
+	 */
+	watcher = on_exit_of_caller(cg->path, -1);
 	if (cg_create(cg->path)) {
 		int err = errno;
 
@@ -1178,8 +1194,10 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		errno = err;
 		return fs_fail(fs, "creating a cgroup");
 	}
-	/* Forked before entering: the watcher stays out of the cgroup. */
-	on_exit_of_caller(cg->path, -1);
+	if (watcher > 0)
+		cg_enter(root, watcher);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+		return fs_fail(fs, "following the parent's death");
 	if (cg_enter_current(cg->path))
 		return fs_fail(fs, "entering the test cgroup");
 	return 0;
