@@ -387,18 +387,32 @@ void ra_fs_teardown(struct ra_fs *fs)
 }
 
 /*
+ * What the watcher of on_exit_of_caller() runs, as "sh -c": wait for the
+ * end of its standard input, then write $1 into $0, or with no $1 remove
+ * $0, a file or an empty directory (a cgroup empties a little after its
+ * last process has died).
+ */
+static const char watcher_script[] =
+	"while read -r _; do :; done; "
+	"if [ $# -ge 1 ]; then echo \"$1\" > \"$0\"; exit; fi; "
+	"i=0; while [ -d \"$0\" ] && ! rmdir \"$0\" 2>/dev/null && [ $i -lt 100 ]; "
+	"do sleep 0.01; i=$((i + 1)); done; rm -f \"$0\"";
+
+/*
  * When the calling process dies, however it dies, put @value back into
  * @path, or with @value below 0 remove @path (a file, or an empty
- * directory such as a cgroup, which empties once the caller has gone): a
- * child in its own session, named "ra-watcher", waits for the end of a
- * pipe that only the caller holds open. Returns the child's pid, or -1.
+ * directory such as a cgroup): a child in its own session waits for the
+ * end of a pipe that only the caller holds open. The child runs
+ * /bin/sh, so that a kill by the test's name (pkill, killall) spares it.
+ * Returns the child's pid, or -1.
  */
 static pid_t on_exit_of_caller(const char *path, long value)
 {
+	char num[24];
 	int pipefd[2];
 	pid_t pid;
-	char c;
 
+	snprintf(num, sizeof(num), "%ld", value);
 	if (pipe2(pipefd, O_CLOEXEC))
 		return -1;
 	pid = fork();
@@ -406,21 +420,9 @@ static pid_t on_exit_of_caller(const char *path, long value)
 		dup2(pipefd[0], STDIN_FILENO);
 		close_range(STDOUT_FILENO, ~0U, 0);
 		setsid();
-		/* Not to be taken for the test by pkill and the like. */
-		prctl(PR_SET_NAME, "ra-watcher");
-		while (read(STDIN_FILENO, &c, 1) > 0)
-			;
-		if (value < 0) {
-			int tries = 100;
-
-			/* A dying caller leaves its cgroup a little later. */
-			while (unlink(path) && errno == EISDIR &&
-			       rmdir(path) && errno == EBUSY && --tries)
-				usleep(10000);
-		} else {
-			write_num(path, value);
-		}
-		_exit(0);
+		execl("/bin/sh", "sh", "-c", watcher_script, path,
+		      value < 0 ? NULL : num, (char *)NULL);
+		_exit(127);
 	}
 	close(pipefd[0]);
 	if (pid < 0)
