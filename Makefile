@@ -3,6 +3,9 @@
 # Standalone build of the mmap readahead selftests.
 #
 #   make                 build the tests into $(OUTPUT)
+#   make ARCH=arm64      build them for arm64 (or ARCH=powerpc: ppc64le)
+#                        with Debian's cross compiler, statically, into
+#                        build-<ARCH>/, for vm/run-vm.sh
 #   make run_tests       run them on the running kernel (needs root)
 #   make install-in-tree KDIR=<kernel tree>
 #                        copy them into tools/testing/selftests/mm of a tree
@@ -38,6 +41,24 @@
 # was run there.
 
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+
+# ARCH is the kernel's name of the architecture the tests are built for.
+# Another one than the machine's is cross-compiled (CROSS_COMPILE, the
+# Debian triplet by default) and linked statically, against libcap.a of
+# that architecture's libcap-dev from the machine's Debian release, so
+# that the binaries run in any guest userland.
+HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+	-e 's/ppc64le/powerpc/')
+ARCH ?= $(HOST_ARCH)
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_TRIPLET := $(or $(if $(filter arm64,$(ARCH)),aarch64-linux-gnu), \
+	$(if $(filter powerpc,$(ARCH)),powerpc64le-linux-gnu), \
+	$(error ARCH=$(ARCH): cross builds are for arm64 and powerpc))
+DEB_ARCH := $(if $(filter arm64,$(ARCH)),arm64,ppc64el)
+CROSS_COMPILE ?= $(CROSS_TRIPLET)-
+CC := $(CROSS_COMPILE)gcc
+OUTPUT ?= $(TOP)/build-$(ARCH)
+endif
 OUTPUT ?= $(TOP)/build
 CACHE ?= /var/cache/readahead-selftests
 KSFT_SERIES := 7.3
@@ -64,18 +85,35 @@ endif
 endif
 KHDR := $(or $(wildcard $(abspath $(KSFT_DIR)/../../../usr/include)), \
 	$(SRC_CACHE)/usr/include)
+# The package's uapi headers are x86's; another architecture's asm/ is
+# installed beside them and searched first. A tree has its own ("make
+# ARCH=... headers").
+ifneq ($(ARCH),$(HOST_ARCH))
+ifeq ($(KHDR),$(SRC_CACHE)/usr/include)
+KHDR_ARCH := $(SRC_CACHE)/usr/arch-$(ARCH)/include
+endif
+CAP_ROOT := $(CACHE)/libcap-$(DEB_ARCH)
+endif
 VM_UTIL := $(KSFT_DIR)/mm/vm_util.c
 # The cgroup selftests' library, as other selftests link it (libcgroup.mk).
 CG_UTIL := $(KSFT_DIR)/cgroup/lib/cgroup_util.c
 CG_INC := $(KSFT_DIR)/cgroup/lib/include
 
 CC ?= gcc
+# For the tools run at build time (unifdef).
+HOSTCC ?= cc
 CFLAGS ?= -O2 -g
 # As in tools/testing/selftests/lib.mk and mm/Makefile: _GNU_SOURCE, the
 # harness as "kselftest_harness.h", installed uapi headers.
-KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm -isystem $(KHDR)
+KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm \
+	$(if $(KHDR_ARCH),-isystem $(KHDR_ARCH)) -isystem $(KHDR)
 CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(CG_INC) -I $(TOP)/lib
 LDLIBS += -lcap -lpthread
+ifneq ($(CAP_ROOT),)
+CFLAGS += -isystem $(CAP_ROOT)/usr/include
+LDFLAGS += -static -L $(CAP_ROOT)/usr/lib/$(CROSS_TRIPLET)
+CAP_STAMP := $(CAP_ROOT)/.extracted
+endif
 # vm_util.c and cgroup_util.c are the tree's, built with mm's own
 # warnings (-Wall).
 VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS)
@@ -95,9 +133,19 @@ $(OUTPUT)/cgroup_util.o: $(CG_UTIL) $(CG_INC)/cgroup_util.h
 	$(CC) $(VM_UTIL_CFLAGS) -I $(CG_INC) -c -o $@ $<
 
 $(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
-	     $(OUTPUT)/cgroup_util.o $(KSFT_DIR)/kselftest_harness.h
+	     $(OUTPUT)/cgroup_util.o $(KSFT_DIR)/kselftest_harness.h $(CAP_STAMP)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(OUTPUT)/vm_util.o \
 		$(OUTPUT)/cgroup_util.o $(LDLIBS)
+
+# libcap-dev of the target architecture, extracted (once) beside the cache.
+$(CAP_STAMP):
+	set -e; deb=$$($(TOP)/vm/debian-apt.sh --suite \
+		$$(. /etc/os-release && echo $$VERSION_CODENAME) \
+		download libcap-dev:$(DEB_ARCH)) || exit 3; \
+	mkdir -p $(CACHE); tmp=$$(mktemp -d $(CAP_ROOT).XXXXXX); \
+	trap 'rm -rf "$$tmp"' EXIT; dpkg-deb -x "$$deb" "$$tmp"; \
+	touch "$$tmp/.extracted"; chmod 0755 "$$tmp"; \
+	[ -f $@ ] || { rm -rf $(CAP_ROOT); mv -T "$$tmp" $(CAP_ROOT); }
 
 $(OUTPUT)/run-suite.sh: $(TOP)/scripts/run-suite.sh
 	@mkdir -p $(OUTPUT)
@@ -126,7 +174,27 @@ KSFT_MEMBERS := tools/testing/selftests/kselftest.h \
 	tools/testing/selftests/clone3/clone3_selftests.h \
 	scripts/checkpatch.pl scripts/spelling.txt \
 	scripts/const_structs.checkpatch scripts/headers_install.sh \
-	scripts/unifdef.c include/uapi arch/x86/include/uapi
+	scripts/unifdef.c include/uapi arch/x86/include/uapi \
+	arch/arm64/include/uapi arch/powerpc/include/uapi \
+	scripts/syscallhdr.sh scripts/syscall.tbl arch/arm64/tools/syscall_64.tbl \
+	arch/powerpc/kernel/syscalls/syscall.tbl
+# What Kbuild generates in another architecture's uapi asm/: a wrapper
+# for each asm-generic header the architecture does not provide, and
+# unistd_<abi>.h from its syscall table (the ABIs of its Makefile.syscalls
+# or syscalls/Makefile). $(1): arch, $(2): table, $(3): <abi>:<abis>...
+comma := ,
+define asm_generated
+	d=usr/arch-$(1)/include/asm; mkdir -p $$d; \
+	for h in $$(sed -n 's/^mandatory-y += //p' include/uapi/asm-generic/Kbuild) \
+		 $$(sed -n 's/^generic-y += //p' arch/$(1)/include/uapi/asm/Kbuild); do \
+		[ -e $$d/$$h ] || echo "#include <asm-generic/$$h>" > $$d/$$h; \
+	done; \
+	for a in $(3); do \
+		sh scripts/syscallhdr.sh --emit-nr --abis $${a#*:} $(2) \
+			$$d/unistd_$${a%%:*}.h; \
+	done
+endef
+
 # The stamp names the member list: a cache extracted for another list is
 # extracted anew.
 SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo '$(KSFT_MEMBERS)' | cksum))
@@ -140,15 +208,25 @@ $(SRC_STAMP):
 	trap 'rm -rf "$$tmp"' EXIT; \
 	tar -xJf "$$src" -C "$$tmp" --strip-components=1 \
 		$(addprefix linux-source-$(KSFT_SERIES)/,$(KSFT_MEMBERS)); \
-	cd "$$tmp"; $(CC) -O2 -o scripts/unifdef scripts/unifdef.c; \
-	for f in $$(find include/uapi arch/x86/include/uapi -name '*.h'); do \
-		o=usr/include/$${f#*/uapi/}; mkdir -p $${o%/*}; \
-		sh scripts/headers_install.sh $$f $$o; \
+	cd "$$tmp"; $(HOSTCC) -O2 -o scripts/unifdef scripts/unifdef.c; \
+	for f in $$(find include/uapi arch/*/include/uapi -name '*.h'); do \
+		case $$f in \
+		arch/x86/* | include/*) o=usr/include/$${f#*/uapi/} ;; \
+		*) a=$${f#arch/}; o=usr/arch-$${a%%/*}/include/$${f#*/uapi/} ;; \
+		esac; \
+		mkdir -p $${o%/*}; sh scripts/headers_install.sh $$f $$o; \
 	done; \
+	$(call asm_generated,arm64,arch/arm64/tools/syscall_64.tbl, \
+		64:common$(comma)64$(comma)renameat$(comma)rlimit$(comma)memfd_secret); \
+	$(call asm_generated,powerpc,arch/powerpc/kernel/syscalls/syscall.tbl, \
+		64:common$(comma)nospu$(comma)64 32:common$(comma)nospu$(comma)32); \
 	touch $(notdir $(SRC_STAMP)); chmod 0755 "$$tmp"; \
 	[ -f $@ ] || { rm -rf $(SRC_CACHE); mv -T "$$tmp" $(SRC_CACHE); }
 
 $(SRC_CACHE)/usr/include/linux/fs.h $(SRC_CACHE)/scripts/checkpatch.pl: $(SRC_STAMP)
+ifneq ($(CAP_ROOT),)
+$(OUTPUT)/vm_util.o $(OUTPUT)/cgroup_util.o: $(CAP_STAMP) $(SRC_STAMP)
+endif
 ifeq ($(KSFT_FROM_PACKAGE),1)
 $(addprefix $(KSFT_DIR)/,kselftest_harness.h mm/vm_util.c mm/vm_util.h \
 	cgroup/lib/cgroup_util.c cgroup/lib/include/cgroup_util.h \
@@ -169,6 +247,8 @@ run_tests: all
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	xfsprogs xz-utils bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
+	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \
+	gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross \
 	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap \
 	zstd mount
 

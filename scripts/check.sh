@@ -5,7 +5,8 @@
 #
 #   scripts/check.sh           (make check) what a contributor runs after
 #                              an edit, a few minutes: the build (gcc and
-#                              clang, -Werror), checkpatch, the fio job
+#                              clang, -Werror; gcc for arm64 and ppc64le,
+#                              static), checkpatch, the fio job
 #                              files, the suite on the running kernel
 #                              against its column of verdicts/expected.tsv,
 #                              leftovers after normal and killed runs,
@@ -15,8 +16,10 @@
 #                              series, the validation kernel's patches and
 #                              config, the suite on Debian's 6.12, 6.18 and
 #                              7.3 kernels in QEMU (7.3 also in a 512 MiB
-#                              guest), the kill matrix in QEMU and
-#                              scripts/fresh-check.sh
+#                              guest), on its arm64 7.3 with 16 KiB pages
+#                              and ppc64el 7.2 with 64 KiB pages, the kill
+#                              matrix in QEMU (x86 and arm64 with 64 KiB
+#                              pages) and scripts/fresh-check.sh
 #
 # In --full, RA_CHECK_INTREE=0, RA_CHECK_DEBIAN=0, RA_CHECK_MATRIX=0 and
 # RA_CHECK_FRESH=0 leave those parts out.
@@ -26,7 +29,7 @@ full=0
 case ${1:-} in
 --full) full=1 ;;
 "") ;;
-*) sed -n '6,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+*) sed -n '6,/^# In --full/{/^# In --full/d; s/^# \{0,1\}//p; }' "$0" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -74,6 +77,17 @@ if command -v clang > /dev/null &&
 else
 	fail "build with clang"; tail -20 "$work/clang.log"
 fi
+
+# Cross builds, as vm/run-vm.sh boots them: static, for another
+# architecture's guest.
+for arch in arm64 powerpc; do
+	if make -s ARCH=$arch all > "$work/$arch.log" 2>&1 &&
+	   ! grep -qi warning "$work/$arch.log"; then
+		pass "build for $arch (cross, static, -Werror)"
+	else
+		fail "build for $arch"; tail -20 "$work/$arch.log"
+	fi
+done
 
 if make -s checkpatch > "$work/checkpatch.log" 2>&1; then
 	pass "checkpatch.pl --strict"
@@ -187,18 +201,21 @@ if [ "$full" = 1 ]; then
 	else
 		fail "validation patches"; tail -5 "$work/patches.log"
 	fi
-	if validation/build-kernel.sh --check-config > "$work/config.log" 2>&1; then
-		pass "validation kernel config has every needed option"
-	else
-		fail "validation kernel config"; tail -5 "$work/config.log"
-	fi
+	for arch in x86 arm64-64k; do
+		if validation/build-kernel.sh --arch $arch --check-config > "$work/config.log" 2>&1; then
+			pass "validation kernel config ($arch) has every needed option"
+		else
+			fail "validation kernel config ($arch)"; tail -5 "$work/config.log"
+		fi
+	done
 fi
 
 # Real kernels: the suite in QEMU on Debian's newest 6.12, 6.18 and 7.3
-# cloud kernels (fetched once into the cache), each against its
-# debian-<series> column. RA_CHECK_DEBIAN=0 leaves it out.
+# cloud kernels, and on one 16 KiB-page and one 64 KiB-page kernel
+# (fetched once into the cache), each against its debian-<series>
+# column. RA_CHECK_DEBIAN=0 leaves it out.
 if [ "$full" = 1 ] && [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
-	for s in 6.12 6.18 7.3; do
+	for s in 6.12 6.18 7.3 7.3-arm64-16k 7.2-ppc64el-64k; do
 		start=$(date +%s)
 		if ! vm/debian-kernel.sh "$s" > "$work/kernel-$s" 2> "$work/kernel-$s.err"; then
 			fail "Debian $s kernel: $(tail -n 1 "$work/kernel-$s.err")"
@@ -206,7 +223,8 @@ if [ "$full" = 1 ] && [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
 		fi
 		kernel=$(sed -n 's/^KERNEL=//p' "$work/kernel-$s")
 		modules=$(sed -n 's/^MODULES=//p' "$work/kernel-$s")
-		vm/run-vm.sh --kernel "$kernel" --modules "$modules" --build build \
+		arch=$(sed -n 's/^ARCH=//p' "$work/kernel-$s")
+		vm/run-vm.sh --kernel "$kernel" --modules "$modules" --build build${arch:+-$arch} \
 			> "$work/debian-$s.tap" 2> "$work/debian-$s.err"
 		rc=$?
 		if [ $rc -le 1 ] &&
@@ -251,7 +269,9 @@ fi
 # RA_CHECK_MATRIX=0 leaves it out.
 if [ "$full" = 1 ] && [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
 	start=$(date +%s)
-	if validation/matrix.sh --only "$(validation/build-kernel.sh --list | paste -sd ,)" \
+	cols=$(validation/build-kernel.sh --list | paste -sd ,)
+	cols+=,v7.3-arm64-64k,v7.3-arm64-64k+restart_v2,v7.3-arm64-64k+lbs_marker
+	if validation/matrix.sh --only "$cols" \
 		> "$work/matrix.log" 2>&1; then
 		pass "kill matrix: every cell as expected ($(( $(date +%s) - start )) s)"
 	else

@@ -8,7 +8,7 @@
  * quarter of the window it lands on the faulting folio itself, which no
  * later fault reaches, and async readahead never starts.
  * Measured: major faults of an in-order read of 64 MiB, one filesystem
- * and read_ahead_kb per variant. Bound: a tenth of a fault per ra window,
+ * and ra window (in min folios) per variant. Bound: a tenth of a fault per ra window,
  * at most MMAP_LOTSAMISS / 10 = 10. Broken: one fault per min-size folio,
  * 1 to 3 per window, 100x over (10x with a readahead restart past
  * MMAP_LOTSAMISS). Healthy: one read-around, then async readahead keeps a
@@ -42,37 +42,43 @@ FIXTURE(read_around) {
 };
 
 /*
- * A filesystem and the read_ahead_kb (KiB) the file is opened with: the
- * last value below its boundary, the first one at it, and the device
- * default 128. Affected: a min folio larger than a quarter of the
- * window, i.e. 16 KiB blocks below read_ahead_kb 64, 32 KiB below 128,
- * 64 KiB below 256. With 4 KiB folios, ra_pages below 4 gives
- * async_size 0 and no marker at all (at read_ahead_kb 12, one major
- * fault per two pages).
+ * A filesystem and the ra window the file is opened with, in min folios
+ * (the filesystem block, at least a page): 3, the last size where the
+ * marker is lost (read-around asks for it a quarter window past the
+ * fault, inside the faulting folio), 4, the first where it is not, and
+ * 0 for the device default read_ahead_kb 128, whatever that is in
+ * folios: 32 pages on 4 KiB pages, 8 on 16 KiB, 2 on 64 KiB. With
+ * order-0 folios (a block not above the page size) a window of 3 gives
+ * async_size 0 and no marker at all, and so does the default on 64 KiB
+ * pages: one major fault per folio or two.
  */
 FIXTURE_VARIANT(read_around) {
 	const struct ra_fs_kind *fs;
-	unsigned long ra_kb;
+	unsigned long folios;
 };
 
-FIXTURE_VARIANT_ADD(read_around, ext4_4k_ra12) { &ra_ext4_4k, 12 };
-FIXTURE_VARIANT_ADD(read_around, ext4_4k_ra16) { &ra_ext4_4k, 16 };
-FIXTURE_VARIANT_ADD(read_around, ext4_4k_ra128) { &ra_ext4_4k, 128 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_ra12) { &ra_xfs_4k, 12 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_ra16) { &ra_xfs_4k, 16 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_ra128) { &ra_xfs_4k, 128 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_ra48) { &ra_xfs_16k, 48 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_ra64) { &ra_xfs_16k, 64 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_ra128) { &ra_xfs_16k, 128 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_ra96) { &ra_xfs_32k, 96 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_ra128) { &ra_xfs_32k, 128 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_ra128) { &ra_xfs_64k, 128 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_ra192) { &ra_xfs_64k, 192 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_ra256) { &ra_xfs_64k, 256 };
+#define DEFAULT_RA_KB	128UL
+
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_win3) { &ra_ext4_4k, 3 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_win4) { &ra_ext4_4k, 4 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_default) { &ra_ext4_4k, 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_win3) { &ra_xfs_4k, 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_win4) { &ra_xfs_4k, 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_default) { &ra_xfs_4k, 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_win3) { &ra_xfs_16k, 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_win4) { &ra_xfs_16k, 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_default) { &ra_xfs_16k, 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_win3) { &ra_xfs_32k, 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_win4) { &ra_xfs_32k, 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_default) { &ra_xfs_32k, 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_win3) { &ra_xfs_64k, 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_win4) { &ra_xfs_64k, 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_default) { &ra_xfs_64k, 0 };
 
 FIXTURE_SETUP(read_around)
 {
 	int ret = ra_fs_setup(&self->fs, variant->fs);
+	unsigned long ra_kb;
 
 	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
@@ -100,16 +106,18 @@ FIXTURE_SETUP(read_around)
 	 * readahead counts as major (no per-VMA locks), that is one per
 	 * window and the test fails, as vma_boundary does.
 	 */
-	self->windows = REGION_SIZE / (variant->ra_kb * 1024);
+	ra_kb = DEFAULT_RA_KB;
+	if (variant->folios)
+		ra_kb = variant->folios * ra_folio_size(&self->fs) / 1024;
+	self->windows = REGION_SIZE / (ra_kb * 1024);
 	self->bound = self->windows / 10;
 	if (self->bound > RA_MMAP_LOTSAMISS / 10)
 		self->bound = RA_MMAP_LOTSAMISS / 10;
 
-	ret = ra_need_memory(&self->fs, ra_walk_bytes(variant->ra_kb));
+	ret = ra_need_memory(&self->fs, ra_walk_bytes(ra_kb));
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	ret = ra_file_map(&self->fs, self->size, variant->ra_kb, &self->fd,
-			  &self->map);
+	ret = ra_file_map(&self->fs, self->size, ra_kb, &self->fd, &self->map);
 	ra_ready(_metadata, ret, &self->fs);
 }
 

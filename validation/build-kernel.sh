@@ -2,36 +2,49 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build the readahead validation kernels: Debian's linux-source-7.3 as a
-# minimal built-in-only x86_64 kernel (tinyconfig + kernel.config), once
+# minimal built-in-only kernel (tinyconfig + kernel.config), once
 # pristine and once per configuration of validation/configurations with
-# that configuration's patches applied.
+# that configuration's patches applied. x86_64 by default; arm64 with
+# 64 KiB pages (cross-compiled, kernel-arm64-64k.config merged last) with
+# --arch arm64-64k.
 #
-# Usage: build-kernel.sh [COLUMN...]      build (or reuse) each named
+# Usage: build-kernel.sh [--arch ARCH] [COLUMN...]
+#                                         build (or reuse) each named
 #                                         configuration, all by default;
-#                                         prints "COLUMN<tab>bzImage" lines
-#        build-kernel.sh --list           the configuration names
-#        build-kernel.sh --check-patches  every configuration's patches
+#                                         prints "COLUMN<tab>IMAGE" lines
+#        build-kernel.sh [--arch ARCH] --list
+#                                         the configuration names
+#        build-kernel.sh [--arch ARCH] --check-patches
+#                                         every configuration's patches
 #                                         apply to pristine 7.3, no fuzz
-#        build-kernel.sh --check-config   every kernel.config option is in
-#                                         the configured .config
+#        build-kernel.sh [--arch ARCH] --check-config
+#                                         every option of the fragments is
+#                                         in the configured .config
 #        build-kernel.sh --help
 #
-# One source tree, one object tree. A configuration is built by applying
-# its patches to the tree, an incremental make, saving the bzImage under a
-# key made of kernel.config and the patches' diffs, and reversing the
-# patches. A configuration whose key already has an image is not built.
+# ARCH is x86 (the default: ARCH=x86_64, bzImage) or arm64-64k
+# (ARCH=arm64, CONFIG_ARM64_64K_PAGES, Image, for qemu-system-aarch64
+# -M virt). Each ARCH has its own cache directory.
+#
+# One source tree, one object tree per ARCH. A configuration is built by
+# applying its patches to the tree, an incremental make, saving the image
+# under a key made of the config fragments and the patches' diffs, and
+# reversing the patches. A configuration whose key already has an image
+# is not built.
 #
 # Environment:
-#   RA_VALIDATION_CACHE  cache directory
-#                        (default /var/cache/readahead-selftests/validation-7.3)
+#   RA_VALIDATION_CACHE  cache directory (default
+#                        /var/cache/readahead-selftests/validation-7.3;
+#                        arm64-64k appends -arm64-64k)
 #   RA_KERNEL_JOBS       make -j value (default 3), run under nice -n 10
+#   CROSS_COMPILE        arm64-64k toolchain prefix (default aarch64-linux-gnu-)
 #
 # Cache layout:
 #   src/       linux-source-7.3, pristine while no build runs
 #   obj/       the O= build directory (.config, objects)
 #   applied/   copies of the patches applied to src/ right now, so that
 #              an interrupted build can be reversed by the next run
-#   images/<key>/bzImage, images/<key>/patches
+#   images/<key>/bzImage (x86) or Image (arm64-64k), images/<key>/patches
 #   build.log  the last make's output
 #
 # Exit status: 0; 1 when a patch does not apply or a build fails; 2 on
@@ -49,6 +62,32 @@ fragment=$here/kernel.config
 series=7.3
 cache=${RA_VALIDATION_CACHE:-/var/cache/readahead-selftests/validation-$series}
 jobs=${RA_KERNEL_JOBS:-3}
+
+arch=x86
+if [ "${1:-}" = --arch ] && [ $# -ge 2 ]; then
+	arch=$2
+	shift 2
+fi
+case $arch in
+x86)
+	make_arch=(ARCH=x86_64)
+	fragments=("$fragment")
+	image=bzImage
+	image_src=arch/x86/boot/bzImage
+	;;
+arm64-64k)
+	cross=${CROSS_COMPILE:-aarch64-linux-gnu-}
+	make_arch=(ARCH=arm64 CROSS_COMPILE="$cross")
+	fragments=("$fragment" "$here/kernel-arm64-64k.config")
+	image=Image
+	image_src=arch/arm64/boot/Image
+	cache=$cache-$arch
+	;;
+*)
+	echo "$prog: unknown --arch '$arch' (x86, arm64-64k)" >&2
+	exit 2
+	;;
+esac
 src=$cache/src
 obj=$cache/obj
 
@@ -101,14 +140,14 @@ check_names() {
 	done
 }
 
-# Image key: the config fragment and the patches' diffs (not their
+# Image key: the config fragments and the patches' diffs (not their
 # changelogs), in order.
 image_key() {
 	local p
 
 	{
 		echo "linux-source-$series"
-		cat "$fragment"
+		cat "${fragments[@]}"
 		for p; do
 			echo "== ${p##*/}"
 			awk '/^(diff |--- [^ ]|Index: )/ { d = 1 } d' "$p"
@@ -178,39 +217,59 @@ apply_patches() {
 configure() {
 	local want
 
-	want=$( (cat "$fragment"; md5sum < "$src/Makefile") | md5sum)
+	want=$( (cat "${fragments[@]}"; md5sum < "$src/Makefile") | md5sum)
 	if [ -f "$obj/.config" ] && [ "$(cat "$obj/.fragment-sum" 2>/dev/null)" = "$want" ]; then
 		return 0
 	fi
-	log "configuring: tinyconfig + ${fragment##*/}"
+	log "configuring: tinyconfig + ${fragments[*]##*/}"
 	mkdir -p "$obj"
-	make -s -C "$src" O="$obj" ARCH=x86_64 tinyconfig >&2 ||
+	make -s -C "$src" O="$obj" "${make_arch[@]}" tinyconfig >&2 ||
 		infra "make tinyconfig failed in $src"
-	(cd "$obj" && "$src/scripts/kconfig/merge_config.sh" -m .config "$fragment" \
+	(cd "$obj" && "$src/scripts/kconfig/merge_config.sh" -m .config "${fragments[@]}" \
 		> merge_config.log 2>&1) || infra "merge_config.sh failed (see $obj/merge_config.log)"
-	make -s -C "$src" O="$obj" ARCH=x86_64 olddefconfig >&2 ||
+	make -s -C "$src" O="$obj" "${make_arch[@]}" olddefconfig >&2 ||
 		infra "make olddefconfig failed in $obj"
 	echo "$want" > "$obj/.fragment-sum"
 }
 
-# Every "CONFIG_X=v" and "# CONFIG_X is not set" of the fragment must be
-# in .config verbatim.
+# Every "CONFIG_X=v" and "# CONFIG_X is not set" of the fragments must be
+# in .config verbatim, the last fragment's line for a symbol winning; a
+# later fragment's "is not set" also holds for a symbol absent from
+# .config (one the arch lacks).
 check_config() {
-	local line missing=()
+	local f line sym i=0
+	local -A want from
+	local -a order missing=()
 
-	while IFS= read -r line; do
-		case $line in
-		CONFIG_*=* | "# CONFIG_"*" is not set") ;;
-		*) continue ;;
-		esac
-		grep -qxF -- "$line" "$obj/.config" || missing+=("$line")
-	done < "$fragment"
+	for f in "${fragments[@]}"; do
+		while IFS= read -r line; do
+			case $line in
+			CONFIG_*=*) sym=${line%%=*} ;;
+			"# CONFIG_"*" is not set")
+				sym=${line#\# }
+				sym=${sym%% *}
+				;;
+			*) continue ;;
+			esac
+			[ -n "${want[$sym]+set}" ] || order+=("$sym")
+			want[$sym]=$line
+			from[$sym]=$i
+		done < "$f"
+		i=$((i + 1))
+	done
+	for sym in "${order[@]}"; do
+		line=${want[$sym]}
+		grep -qxF -- "$line" "$obj/.config" && continue
+		[ "${from[$sym]}" -gt 0 ] && [[ $line == "# "* ]] &&
+			! grep -q "^$sym=" "$obj/.config" && continue
+		missing+=("$line")
+	done
 	if [ ${#missing[@]} -gt 0 ]; then
-		log "options of ${fragment##*/} missing from $obj/.config:"
+		log "options of ${fragments[*]##*/} missing from $obj/.config:"
 		printf '  %s\n' "${missing[@]}" >&2
 		return 1
 	fi
-	log "all $(grep -c '^CONFIG_\|^# CONFIG_' "$fragment") options of ${fragment##*/} are in .config"
+	log "all ${#order[@]} options of ${fragments[*]##*/} are in .config"
 }
 
 # Build one configuration unless its image exists; prints its line.
@@ -221,20 +280,20 @@ build_one() {
 	mapfile -t patches < <(config_patches "$col")
 	key=$(image_key ${patches[@]+"${patches[@]}"})
 	img=$cache/images/$key
-	if [ ! -f "$img/bzImage" ]; then
+	if [ ! -f "$img/$image" ]; then
 		extract_tree
 		restore_tree
 		configure
 		apply_patches ${patches[@]+"${patches[@]}"}
-		log "$col: make -j$jobs bzImage (${#patches[@]} patches)"
+		log "$col: make -j$jobs $image (${#patches[@]} patches)"
 		start=$(date +%s)
-		nice -n 10 make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage \
+		nice -n 10 make -C "$src" O="$obj" "${make_arch[@]}" -j"$jobs" "$image" \
 			> "$cache/build.log" 2>&1 || rc=$?
 		if [ "$rc" = 0 ]; then
 			mkdir -p "$cache/images"
 			rm -rf "$img.tmp"
 			mkdir "$img.tmp"
-			cp "$obj/arch/x86/boot/bzImage" "$img.tmp/"
+			cp "$obj/$image_src" "$img.tmp/"
 			printf '%s\n' ${patches[@]+"${patches[@]##*/}"} > "$img.tmp/patches"
 			mv "$img.tmp" "$img"
 		fi
@@ -245,7 +304,7 @@ build_one() {
 		fi
 		log "$col: built in $(($(date +%s) - start)) s"
 	fi
-	printf '%s\t%s\n' "$col" "$img/bzImage"
+	printf '%s\t%s\n' "$col" "$img/$image"
 }
 
 # Each configuration's patches, in order, onto copies of the files they
@@ -295,7 +354,7 @@ if [[ ${1:-} != -* ]]; then
 	lines=()
 	for col in "${cols[@]}"; do
 		mapfile -t patches < <(config_patches "$col")
-		img=$cache/images/$(image_key ${patches[@]+"${patches[@]}"})/bzImage
+		img=$cache/images/$(image_key ${patches[@]+"${patches[@]}"})/$image
 		[ -f "$img" ] || break
 		lines+=("$col"$'\t'"$img")
 	done

@@ -10,12 +10,18 @@
 # Columns:
 #   6.18 (the running kernel's series)  the suite on this machine
 #   debian-<series>                     Debian's cloud kernel in QEMU
-#                                       (vm/debian-kernel.sh <series>)
+#                                       (vm/debian-kernel.sh <series>;
+#                                       debian-7.2-arm64-16k and the like
+#                                       for other architectures)
 #   v7.3...                             linux-source-7.3 built by
 #                                       validation/build-kernel.sh, with
 #                                       the patches that
 #                                       validation/configurations lists
-# Default: this machine, debian-6.1, debian-6.12 and every configuration.
+#   v7.3-arm64-64k, v7.3-arm64-64k+...  the same for arm64 with 64 KiB
+#                                       pages (build-kernel.sh --arch
+#                                       arm64-64k)
+# Default: this machine, debian-6.1, debian-6.12, every configuration,
+# and the arm64 64 KiB-page ones of arm64_configs below.
 #
 # --full runs with READAHEAD_FULL_RUN=1: no walk stops at its bound, so a
 # failing cell shows the whole figure (slower on broken configurations).
@@ -42,6 +48,9 @@ table=$top/verdicts/expected.tsv
 configurations=$here/configurations
 # The Debian columns of the default run.
 default_debian=(debian-6.1 debian-6.12)
+# The configurations of the default run built for arm64 with 64 KiB pages:
+# pristine and the two fixes whose tests change there.
+arm64_configs=(v7.3 v7.3+restart_v2 v7.3+lbs_marker)
 # This command line, paths relative to the top, for the stamp of --results.
 argv=validation/matrix.sh
 for a in "$@"; do argv+=" ${a#"$top"/}"; done
@@ -81,14 +90,25 @@ host=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 if [ -n "$only" ]; then
 	IFS=, read -r -a columns <<< "$only"
 else
-	columns=("$host" "${default_debian[@]}" "${configs[@]}")
+	columns=("$host" "${default_debian[@]}" "${configs[@]}"
+		 "${arm64_configs[@]/#v7.3/v7.3-arm64-64k}")
 fi
 
 out=$(mktemp -d /var/tmp/ra-matrix.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 tapdir=${taps:-$out}
 mkdir -p "$tapdir"
+# The build of each architecture a column needs (vm/run-vm.sh --build).
+build_of() {
+	case $1 in
+	*-arm64*) echo "$top/build-arm64" ;;
+	*-ppc64el*) echo "$top/build-powerpc" ;;
+	*) echo "$top/build" ;;
+	esac
+}
 make -s -C "$top" all > /dev/null
+case " ${columns[*]} " in *-arm64*) make -s -C "$top" ARCH=arm64 all > /dev/null ;; esac
+case " ${columns[*]} " in *-ppc64el*) make -s -C "$top" ARCH=powerpc all > /dev/null ;; esac
 
 # A TAP kept by an earlier run with --taps (kept only when the suite ran
 # to its end): the column is not run again.
@@ -99,16 +119,27 @@ have_tap() {
 # Build (or reuse) the kernels of the configuration columns, in one go.
 declare -A image=()
 wanted=()
+wanted_arm64=()
 for col in "${columns[@]}"; do
 	have_tap "$col" && continue
 	case " ${configs[*]} " in *" $col "*) wanted+=("$col") ;; esac
+	case " ${configs[*]/#v7.3/v7.3-arm64-64k} " in
+	*" $col "*) wanted_arm64+=("${col/#v7.3-arm64-64k/v7.3}") ;;
+	esac
 done
+rc=0
 if [ ${#wanted[@]} -gt 0 ]; then
-	rc=0
 	"$here/build-kernel.sh" "${wanted[@]}" > "$out/images" || rc=$?
 	[ "$rc" = 0 ] || exit "$rc"
 	while IFS=$'\t' read -r col path; do
 		image[$col]=$path
+	done < "$out/images"
+fi
+if [ ${#wanted_arm64[@]} -gt 0 ]; then
+	"$here/build-kernel.sh" --arch arm64-64k "${wanted_arm64[@]}" > "$out/images" || rc=$?
+	[ "$rc" = 0 ] || exit "$rc"
+	while IFS=$'\t' read -r col path; do
+		image[${col/#v7.3/v7.3-arm64-64k}]=$path
 	done < "$out/images"
 fi
 
@@ -130,15 +161,16 @@ run_column() {
 		patches=$(paste -sd ' ' "$(dirname "${image[$col]}")/patches")
 		echo "== $col: linux-source-7.3 ${patches:-(pristine)}" >&2
 		"$top/vm/run-vm.sh" --kernel "${image[$col]}" --timeout "$timeout" \
-			${full[@]+"${full[@]}"} \
+			--build "$(build_of "$col")" ${full[@]+"${full[@]}"} \
 			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || rc=$?
 	elif [[ $col == debian-* ]]; then
 		echo "== $col" >&2
 		if kargs=$("$top/vm/debian-kernel.sh" "${col#debian-}" 2> "$out/$col.err" |
-			   sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /') &&
+			   sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /; /^ARCH=/d') &&
 		   [ -n "$kargs" ]; then
 			# shellcheck disable=SC2086 # two options and their paths
-			"$top/vm/run-vm.sh" --timeout "$timeout" ${full[@]+"${full[@]}"} $kargs \
+			"$top/vm/run-vm.sh" --timeout "$timeout" --build "$(build_of "$col")" \
+				${full[@]+"${full[@]}"} $kargs \
 				> "$tapdir/$col.tap.part" 2>> "$out/$col.err" || rc=$?
 		else
 			: > "$tapdir/$col.tap.part"
@@ -298,7 +330,11 @@ Every test of the suite in every column, with the verdict
   `validation/build-kernel.sh` as a minimal built-in x86_64 kernel
   (`validation/kernel.config`) and run in QEMU by `vm/run-vm.sh`:
   `v7.3` as released, every other column with the patches of
-  `validation/patches/` that `validation/configurations` lists for it:
+  `validation/patches/` that `validation/configurations` lists for it;
+- `v7.3-arm64-64k` and `v7.3-arm64-64k+<change>`: the same built for
+  arm64 with 64 KiB pages (`--arch arm64-64k`,
+  `validation/kernel-arm64-64k.config` merged last), in
+  qemu-system-aarch64 (TCG), with the tests cross-built:
 
 EOF
 	config_table

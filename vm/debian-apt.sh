@@ -4,17 +4,25 @@
 # A private apt state for fetching Debian packages that the machine's own
 # sources do not carry (newer kernels, linux-source-7.3).
 #
+#   vm/debian-apt.sh [--cache DIR] [--suite SUITE] COMMAND ...
+#       --suite prefers SUITE's versions (APT::Default-Release): a guest
+#       userland or a static library of one Debian release
 #   vm/debian-apt.sh [--cache DIR] update
 #       (re)write the private sources and download their package lists
 #   vm/debian-apt.sh [--cache DIR] search REGEX
 #       package names matching REGEX (apt-cache search --names-only)
-#   vm/debian-apt.sh [--cache DIR] download PKG...
+#   vm/debian-apt.sh [--cache DIR] download PKG[:ARCH]...
 #       download each package's .deb into DIR/debs (once) and print the
-#       path of each .deb, one a line
-#   vm/debian-apt.sh [--cache DIR] version PKG
+#       path of each .deb, one a line; ARCH is a Debian architecture
+#       (arm64, ppc64el), the machine's own by default
+#   vm/debian-apt.sh [--cache DIR] version PKG[:ARCH]
 #       the version of PKG in the package lists
-#   vm/debian-apt.sh [--cache DIR] pool PKG VERSION SOURCE
-#       download PKG_VERSION_amd64.deb of source package SOURCE straight
+#   vm/debian-apt.sh [--cache DIR] depends PKG[:ARCH]...
+#       PKG and the shared library packages (lib*) it needs to run,
+#       recursively (the first choice of each Depends and Pre-Depends),
+#       as PKG:ARCH, one a line
+#   vm/debian-apt.sh [--cache DIR] pool PKG[:ARCH] VERSION SOURCE
+#       download PKG_VERSION_ARCH.deb of source package SOURCE straight
 #       from the mirror's pool (once) and print its path: for a package
 #       that the suites' indexes no longer list but that a listed package
 #       still depends on with an exact version. apt cannot verify such a
@@ -29,7 +37,8 @@
 # The private state lives under DIR/apt (default
 # /var/cache/readahead-selftests/apt, or RA_APT_CACHE): its own sources
 # file and lists directory. It lists the machine's own Debian suites plus
-# trixie-backports, sid and experimental, all through the Debian mirror
+# trixie, trixie-backports, sid and experimental, for the machine's
+# architecture and arm64 and ppc64el, all through the Debian mirror
 # the machine already uses (read from apt's index targets), so no host name
 # is written here and the system's apt configuration is never touched.
 # Package lists are refreshed when older than a day.
@@ -40,8 +49,12 @@
 set -euo pipefail
 
 prog=${0##*/}
+suite=
 cache=${RA_APT_CACHE:-/var/cache/readahead-selftests/apt}
-extra_suites="trixie-backports sid experimental"
+extra_suites="trixie trixie-backports sid experimental"
+host_arch=$(dpkg --print-architecture)
+# The architectures the VM runner boots (vm/run-vm.sh --arch).
+arches=$(printf '%s\n' "$host_arch" arm64 ppc64el | sort -u | paste -sd, -)
 
 die() {
 	echo "$prog: $*" >&2
@@ -49,7 +62,7 @@ die() {
 }
 
 usage() {
-	sed -n '4,27s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,/^# The private state/{/^# The private state/d; s/^# \{0,1\}//p; }' "$0" >&2
 	exit 2
 }
 
@@ -58,6 +71,11 @@ while [ $# -gt 0 ]; do
 	--cache)
 		[ $# -ge 2 ] || usage
 		cache=$2
+		shift 2
+		;;
+	--suite)
+		[ $# -ge 2 ] || usage
+		suite=$2
 		shift 2
 		;;
 	-h | --help) usage ;;
@@ -73,11 +91,16 @@ apt_opts=(
 	-o Dir::Etc::SourceParts=/dev/null
 	-o "Dir::State::Lists=$cache/lists"
 	-o "Dir::Cache=$cache/cache"
-	-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+	-o Dir::Cache::pkgcache=pkgcache.bin -o Dir::Cache::srcpkgcache=srcpkgcache.bin
 	-o APT::Sandbox::User=root
 	-o Acquire::Languages=none
 	-o Debug::NoLocking=1
+	-o "APT::Architecture=$host_arch"
 )
+for a in ${arches//,/ }; do
+	apt_opts+=(-o "APT::Architectures::=$a")
+done
+[ -z "$suite" ] || apt_opts+=(-o "APT::Default-Release=$suite")
 
 # The machine's Debian mirror and suites, from apt's own index targets:
 # the suites of its release (bookworm, bookworm-updates, ...), not other
@@ -117,9 +140,9 @@ write_sources() {
 	mirror=$(mirror)
 	[ -f "$keyring" ] || die "$keyring missing (package debian-archive-keyring)"
 	{
-		debian_lines | sed "s|^deb |deb [signed-by=$keyring] |"
+		debian_lines | sed "s|^deb |deb [arch=$arches signed-by=$keyring] |"
 		for suite in $extra_suites; do
-			echo "deb [signed-by=$keyring] $mirror $suite main"
+			echo "deb [arch=$arches signed-by=$keyring] $mirror $suite main"
 		done
 	} > "$cache/sources.list.new"
 	mv "$cache/sources.list.new" "$cache/sources.list"
@@ -137,6 +160,8 @@ update() {
 # Lists older than a day, or none yet: update first.
 ensure_lists() {
 	if [ ! -e "$cache/.updated" ] ||
+	   ! grep -qF "[arch=$arches " "$cache/sources.list" 2>/dev/null ||
+	   ! grep -q " trixie main\$" "$cache/sources.list" ||
 	   [ -n "$(find "$cache/.updated" -mmin +1440 2>/dev/null)" ]; then
 		update
 	fi
@@ -145,12 +170,17 @@ ensure_lists() {
 # One .deb, downloaded once: a finished file is only ever renamed into
 # place, so a failed download leaves nothing behind.
 download_one() {
-	local pkg=$1 tmp deb
+	local pkg=$1 tmp deb name=${1%:*} arch=$host_arch ver
 
-	deb=$(find "$cache/debs" -maxdepth 1 -name "${pkg}_*.deb" | sort -V | tail -n 1)
+	[ "$name" = "$pkg" ] || arch=${pkg##*:}
+	# The candidate version, as apt-get download names its file.
+	ver=$(apt-cache "${apt_opts[@]}" show --no-all-versions "$pkg" 2> /dev/null |
+		sed -n 's/^Version: //p' | head -n 1)
+	[ -n "$ver" ] || die "package $pkg unknown to the private apt state"
+	ver=${ver/:/%3a}
+	deb=$(find "$cache/debs" -maxdepth 1 \( -name "${name}_${ver}_$arch.deb" -o \
+		-name "${name}_${ver}_all.deb" \) | head -n 1)
 	if [ -z "$deb" ]; then
-		apt-cache "${apt_opts[@]}" show "$pkg" > /dev/null 2>&1 ||
-			die "package $pkg unknown to the private apt state"
 		tmp=$(mktemp -d "$cache/debs/.dl.XXXXXX")
 		echo "$prog: downloading $pkg" >&2
 		if ! (cd "$tmp" && apt-get "${apt_opts[@]}" -q download "$pkg" >&2); then
@@ -168,9 +198,10 @@ download_one() {
 # A package the indexes no longer list, from the pool (see usage). The
 # file must at least be the package and version asked for.
 pool_one() {
-	local pkg=$1 version=${2#*:} src=$3 name url tmp
+	local pkg=${1%:*} arch=$host_arch version=${2#*:} src=$3 name url tmp
 
-	name=${pkg}_${version}_amd64.deb
+	[ "$pkg" = "$1" ] || arch=${1##*:}
+	name=${pkg}_${version}_$arch.deb
 	if [ ! -f "$cache/debs/$name" ]; then
 		case $src in
 		lib?*) url=$(mirror)pool/main/${src:0:4}/$src/$name ;;
@@ -227,6 +258,35 @@ version)
 	ensure_lists
 	apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null |
 		sed -n 's/^Version: //p' | grep . || die "package $1 unknown to the private apt state"
+	;;
+depends)
+	[ $# -ge 1 ] || usage
+	ensure_lists
+	todo=()
+	for pkg; do
+		[[ $pkg == *:* ]] || pkg=$pkg:$host_arch
+		todo+=("$pkg")
+	done
+	seen=" "
+	while [ ${#todo[@]} -gt 0 ]; do
+		pkg=${todo[0]}
+		todo=("${todo[@]:1}")
+		case $seen in *" $pkg "*) continue ;; esac
+		seen="$seen$pkg "
+		echo "$pkg"
+		deps=$(apt-cache "${apt_opts[@]}" depends --no-recommends --no-suggests \
+			--no-conflicts --no-breaks --no-replaces --no-enhances "$pkg" 2> /dev/null) ||
+			die "package $pkg unknown to the private apt state"
+		# "  |Depends: a" then "    b" are alternatives: a is taken.
+		# shellcheck disable=SC2013 # package names are words
+		for dep in $(awk '/^  \|?(Pre)?Depends: / && !alt { print $2 }
+				  { alt = ($1 ~ /^\|/) }' <<< "$deps"); do
+			dep=${dep%:any}
+			[[ $dep == lib* ]] || continue
+			[[ $dep == *:* ]] || dep=$dep:${pkg##*:}
+			todo+=("$dep")
+		done
+	done
 	;;
 pool)
 	[ $# -eq 3 ] || usage

@@ -1,22 +1,32 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Fetch a Debian cloud kernel for the VM runner.
+# Fetch a Debian kernel for the VM runner.
 #
-#   vm/debian-kernel.sh [--cache DIR] [--list] SERIES
+#   vm/debian-kernel.sh [--cache DIR] [--arch ARCH] [--flavour F] [--list]
+#                       SERIES[-ARCH[-F]]
 #
-# SERIES is a kernel series such as 6.1, 6.12, 6.18 or 7.3. The newest
-# point release of the series whose packages can all be downloaded is
-# fetched through the private apt state of vm/debian-apt.sh (the machine's
-# Debian suites plus trixie-backports, sid and experimental), extracted
-# once into DIR/<release>, and two lines are printed:
+# SERIES is a kernel series such as 6.1, 6.12, 6.18 or 7.3 (7.2-arm64-16k
+# is 7.2 --arch arm64 --flavour 16k, as a verdicts column names it). ARCH is a
+# Debian architecture: amd64 (the default), arm64 or ppc64el. F is the
+# page size of the kernel, 4k (the default), 16k (arm64) or 64k (ppc64el
+# and arm64), or a Debian flavour name (cloud-arm64, rt-arm64, ...); 4k
+# is Debian's cloud-amd64, arm64 and powerpc64le flavour, 16k and 64k
+# are its arm64-16k and powerpc64le-64k. The newest point release of the
+# series whose packages can all be downloaded is fetched through the
+# private apt state of vm/debian-apt.sh (the machine's Debian suites plus
+# trixie, trixie-backports, sid and experimental), extracted once into
+# DIR/<release>, and two lines are printed:
 #
 #   KERNEL=/path/to/vmlinuz
 #   MODULES=/path/to/lib/modules/<release>
 #
-# for make or a script to use:
+# plus, for arm64 and ppc64el, ARCH=arm64 or ARCH=powerpc (the kernel's
+# name, which the top Makefile builds the tests for), for make or a
+# script to use:
 #
 #   make vm-test $(vm/debian-kernel.sh 6.12)
+#   make vm-test $(vm/debian-kernel.sh --arch arm64 --flavour 16k 7.2)
 #
 # --list prints the candidate releases of the series, newest first, each
 # with its package layout and the packages it needs, and downloads nothing.
@@ -45,9 +55,10 @@
 # once complete (depmod included), so a failure leaves no partial entry.
 # Progress goes to stderr.
 #
-# Exit status: 0; 2 on usage errors; 3 when no release of the series can
-# be fetched, a download or extraction fails or a layout is not understood
-# (one line on stderr naming the package or step).
+# Exit status: 0; 2 on usage errors; 3 when the architecture or flavour
+# is not one Debian builds, no release of the series can be fetched, a
+# download or extraction fails or a layout is not understood (one line on
+# stderr naming the architecture, package or step).
 
 set -euo pipefail
 
@@ -55,7 +66,8 @@ prog=${0##*/}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_KERNEL_CACHE:-/var/cache/readahead-selftests/debian}
 apt=$here/debian-apt.sh
-flavour=cloud-amd64
+arch=amd64
+flavour=4k
 list=0
 
 die() {
@@ -64,7 +76,7 @@ die() {
 }
 
 usage() {
-	sed -n '4,22s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,/^# --list/{/^# --list/d; s/^# \{0,1\}//p; }' "$0" >&2
 	exit 2
 }
 
@@ -74,6 +86,11 @@ while [ $# -gt 0 ]; do
 	--cache)
 		[ $# -ge 2 ] || usage
 		cache=$2
+		shift 2
+		;;
+	--arch | --flavour)
+		[ $# -ge 2 ] || usage
+		eval "${1#--}=\$2"
 		shift 2
 		;;
 	--list)
@@ -91,18 +108,45 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$series" ] || usage
-if ! [[ $series =~ ^[0-9]+\.[0-9]+$ ]]; then
-	echo "$prog: kernel series must look like 6.12 or 7.3, got '$series'" >&2
+if [[ $series =~ ^([0-9]+\.[0-9]+)-([a-z0-9]+)(-([0-9]+k))?$ ]]; then
+	series=${BASH_REMATCH[1]}
+	arch=${BASH_REMATCH[2]}
+	flavour=${BASH_REMATCH[4]:-$flavour}
+elif ! [[ $series =~ ^[0-9]+\.[0-9]+$ ]]; then
+	echo "$prog: kernel series must look like 6.12, 7.3 or 7.2-arm64-16k, got '$series'" >&2
 	exit 2
 fi
+
+# The kernel's own name of the architecture (what ARCH= means to a kernel
+# or selftests Makefile), and the Debian flavour of each page size.
+case $arch in
+amd64) karch= ;;
+arm64) karch=arm64 ;;
+ppc64el) karch=powerpc ;;
+*) die "architecture $arch: no Debian kernel is fetched for it (amd64, arm64 or ppc64el)" ;;
+esac
+case $arch/$flavour in
+amd64/4k) flavour=cloud-amd64 ;;
+arm64/4k) flavour=arm64 ;;
+arm64/16k | arm64/64k) flavour=arm64-$flavour ;;
+ppc64el/4k) flavour=powerpc64le ;;
+ppc64el/64k) flavour=powerpc64le-64k ;;
+*/[0-9]*k) die "Debian builds no $flavour-page kernel for architecture $arch (amd64: 4k; arm64: 4k, 16k, 64k; ppc64el: 4k, 64k)" ;;
+esac
+# apt names a package of another architecture PKG:ARCH.
+qual=
+[ "$arch" = "$(dpkg --print-architecture)" ] || qual=:$arch
 
 for tool in dpkg-deb depmod flock; do
 	command -v "$tool" > /dev/null || die "$tool not found (a Debian host is needed)"
 done
 
 # Every package name of the series in the four families, from one search.
-sre=${series//./\\.}
-known=$("$apt" search "^linux-(image|binary|binary-unsigned|modules|base)-$sre([.+-][^ ]*)?-$flavour(-unsigned)?\$") ||
+# A release is the series, a point release, an ABI number, a Debian
+# suffix and the flavour (6.1.0-57-cloud-amd64, 7.3.4+deb13-arm64): no
+# other flavour ending in this one (rt-arm64) matches.
+sre="${series//./\\.}(\\.[0-9]+)*(-[0-9]+)?(\\+deb[0-9]+(u[0-9]+)?)?"
+known=$("$apt" search "^linux-(image|binary|binary-unsigned|modules|base)-$sre-$flavour(-unsigned)?\$") ||
 	exit 3
 
 is_known() {
@@ -111,9 +155,9 @@ is_known() {
 
 # Releases, newest first: 6.1.0-57-cloud-amd64, 6.12.117+deb12-cloud-amd64,
 # 7.3.4+deb13-cloud-amd64, 7.3-cloud-amd64 (a release candidate) ...
-releases=$(sed -nE "s/^linux-(image|binary)-($sre([.+-].*)?-$flavour)\$/\\2/p" <<< "$known" |
+releases=$(sed -nE "s/^linux-(image|binary)-($sre-$flavour)\$/\\2/p" <<< "$known" |
 	sort -u -V -r)
-[ -n "$releases" ] || die "no linux-image or linux-binary package of series $series ($flavour) in the archive"
+[ -n "$releases" ] || die "no linux-image or linux-binary package of series $series ($flavour, $arch) in the archive"
 
 # The packages of one release, by layout, into $pkgs; when the archive
 # lacks one of them, $pkgs is empty and $missing names it.
@@ -163,8 +207,8 @@ pool_packages_of() {
 	bin=linux-binary-$rel
 	is_known "$bin" || bin=linux-binary-unsigned-$rel
 	is_known "$bin" || return 0
-	ver=$("$apt" version "$bin") || exit 3
-	pkgs=("$bin" "pool:linux-modules-$rel=$ver" "pool:linux-base-$rel=$ver")
+	ver=$("$apt" version "$bin$qual") || exit 3
+	pkgs=("$bin" "pool:linux-modules-$rel$qual=$ver" "pool:linux-base-$rel$qual=$ver")
 }
 
 if [ "$list" = 1 ]; then
@@ -175,13 +219,46 @@ if [ "$list" = 1 ]; then
 	exit 0
 fi
 
+# The .debs of $pkgs into $debs, unless the release is extracted already;
+# 1 with $missing naming the package when one cannot be downloaded (a
+# package can be listed and still be missing from the pool).
+debs=()
+fetch_debs() {
+	local p deb start
+
+	debs=()
+	[ ! -d "$cache/$1" ] || return 0
+	for p in "${pkgs[@]}"; do
+		start=$EPOCHSECONDS
+		case $p in
+		pool:*)
+			p=${p#pool:}
+			deb=$("$apt" pool "${p%%=*}" "${p#*=}" linux) || exit 3
+			p=${p%%=*}
+			;;
+		*)
+			if ! deb=$("$apt" download "$p$qual"); then
+				missing=$p
+				return 1
+			fi
+			;;
+		esac
+		[ -f "$deb" ] || die "download of $p gave no file"
+		echo "$prog: $p: $(du -m "$deb" | cut -f1) MiB, $((EPOCHSECONDS - start)) s" >&2
+		debs+=("$deb")
+	done
+}
+
 release=
 first_missing=
 for rel in $releases; do
 	packages_of "$rel"
 	if [ ${#pkgs[@]} -gt 0 ]; then
-		release=$rel
-		break
+		if fetch_debs "$rel"; then
+			release=$rel
+			break
+		fi
+		echo "$prog: $rel: $missing cannot be downloaded, trying an older release" >&2
 	fi
 	[ "$layout" != meta ] || continue
 	[ -n "$first_missing" ] || first_missing=$missing
@@ -193,22 +270,24 @@ if [ -z "$release" ]; then
 			release=$rel
 			echo "$prog: using $release: no release of $series has all its packages listed, linux-modules and linux-base come from the pool" >&2
 			first_missing=
+			fetch_debs "$rel" || die "$missing cannot be downloaded"
 			break
 		fi
 	done
 fi
 [ -n "$release" ] ||
-	die "no $series release has all its packages in the archive (newest: $(head -n 1 <<< "$releases"), $first_missing missing)"
+	die "no $series release ($flavour, $arch) has all its packages in the archive (newest: $(head -n 1 <<< "$releases"), $first_missing missing)"
 if [ -n "$first_missing" ]; then
 	echo "$prog: using $release: newer releases lack packages ($first_missing ...)" >&2
 fi
 
 # The kernel image in an extracted tree: /boot (up to 6.19) or next to
-# the modules (7.x).
+# the modules (7.x); ppc64el's is an uncompressed vmlinux.
 find_kernel() {
 	local k
 
-	for k in "$1/boot/vmlinuz-$release" "$1/lib/modules/$release/vmlinuz"; do
+	for k in "$1/boot/vmlinuz-$release" "$1/lib/modules/$release/vmlinuz" \
+		 "$1/boot/vmlinux-$release" "$1/lib/modules/$release/vmlinux"; do
 		if [ -f "$k" ]; then
 			echo "$k"
 			return
@@ -226,23 +305,8 @@ flock 9
 if [ ! -d "$dir" ]; then
 	# Leftovers of a run that was killed while extracting.
 	rm -rf "$cache/.$release.tmp."*
-	debs=()
-	for p in "${pkgs[@]}"; do
-		start=$EPOCHSECONDS
-		case $p in
-		pool:*)
-			p=${p#pool:}
-			deb=$("$apt" pool "${p%%=*}" "${p#*=}" linux) || exit 3
-			p=${p%%=*}
-			;;
-		*)
-			deb=$("$apt" download "$p") || exit 3
-			;;
-		esac
-		[ -f "$deb" ] || die "download of $p gave no file"
-		echo "$prog: $p: $(du -m "$deb" | cut -f1) MiB, $((EPOCHSECONDS - start)) s" >&2
-		debs+=("$deb")
-	done
+	# Fetched above, unless the release was extracted when it was chosen.
+	[ ${#debs[@]} -gt 0 ] || fetch_debs "$release" || die "$missing cannot be downloaded"
 
 	tmp=$(mktemp -d "$cache/.$release.tmp.XXXXXX")
 	trap 'rm -rf "$tmp" "$tmp.err"' EXIT
@@ -276,3 +340,4 @@ kernel=$(find_kernel "$dir")
 
 echo "KERNEL=$kernel"
 echo "MODULES=$dir/lib/modules/$release"
+[ -z "$karch" ] || echo "ARCH=$karch"

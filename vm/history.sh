@@ -1,13 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Kernel history: run the suite in QEMU on the newest Debian cloud kernel
-# of each series and write a table of tests x kernels.
+# Kernel history: run the suite in QEMU on the newest Debian kernel of
+# each series (cloud-amd64, and arm64 and ppc64el with 4, 16 and 64 KiB
+# pages) and write a table of tests x kernels.
 #
 #   vm/history.sh [--build DIR] [--out FILE] [--logs DIR] [--full]
 #                 [--reuse] [--series "6.1 6.12 ..."]
 #
-#   --build DIR   the built suite (default: build/)
+#   --build DIR   the built suite (default: build/); a kernel of another
+#                 architecture runs DIR-<arch> (build-arm64/, as make
+#                 ARCH=arm64 builds it)
 #   --out FILE    the table (default: verdicts/HISTORY.md)
 #   --logs DIR    keep each kernel's TAP there as <release>.tap, and its
 #                 fetch and suite seconds as <release>.secs (default:
@@ -17,7 +20,9 @@
 #   --reuse       take a kernel's TAP and times kept in --logs by an
 #                 earlier run instead of running it again (to redo only
 #                 the table; the TAP must come from the same suite)
-#   --series LIST the series, oldest first (default: all below)
+#   --series LIST the series, oldest first (default: all below); a
+#                 series of another architecture or page size is named
+#                 as vm/debian-kernel.sh takes it (7.2-arm64-16k)
 #
 # Each kernel is fetched with vm/debian-kernel.sh and booted with
 # vm/run-vm.sh under TCG, one after the other. Each cell of the table has
@@ -43,11 +48,13 @@ out=$top/verdicts/HISTORY.md
 logs=/var/cache/readahead-selftests/history
 full=0
 reuse=0
-all_series="6.1 6.12 6.16 6.17 6.18 6.19 7.0 7.1 7.2 7.3"
+all_series="6.1 6.12 6.16 6.17 6.18 6.19 7.0 7.1 7.2 7.3 7.2-arm64
+	6.12-arm64-16k 7.2-arm64-16k 7.3-arm64-16k
+	6.12-ppc64el-64k 7.2-ppc64el-64k 7.3-ppc64el-64k"
 series=$all_series
 
 usage() {
-	sed -n '4,21s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,/^# Each kernel/{/^# Each kernel/d; s/^# \{0,1\}//p; }' "$0" >&2
 	exit 2
 }
 
@@ -78,7 +85,14 @@ while [ $# -gt 0 ]; do
 done
 [ -d "$build" ] || { echo "$prog: no build directory $build (make all first)" >&2; exit 2; }
 for s in $series; do
-	[[ $s =~ ^[0-9]+\.[0-9]+$ ]] || { echo "$prog: bad series '$s'" >&2; exit 2; }
+	case $s in
+	*-arm64*) [ -d "$build-arm64" ] || { echo "$prog: no build directory $build-arm64 (make ARCH=arm64 first)" >&2; exit 2; } ;;
+	*-ppc64el*) [ -d "$build-powerpc" ] || { echo "$prog: no build directory $build-powerpc (make ARCH=powerpc first)" >&2; exit 2; } ;;
+	esac
+done
+for s in $series; do
+	[[ $s =~ ^[0-9]+\.[0-9]+(-[a-z0-9]+(-[0-9]+k)?)?$ ]] ||
+		{ echo "$prog: bad series '$s'" >&2; exit 2; }
 done
 mkdir -p "$logs" "$(dirname "$out")" || { echo "$prog: cannot create $logs" >&2; exit 3; }
 
@@ -97,6 +111,7 @@ fi
 # release, fetch seconds, suite seconds, error, separated by "|".
 run_series() {
 	local s=$1 t0 t1 release='' fetch='' suite='' err='' kernel modules rc
+	local arch dir=$build
 
 	t0=$EPOCHSECONDS
 	if ! "$here/debian-kernel.sh" "$s" > "$work/$s.kernel" 2> "$work/$s.fetch"; then
@@ -106,6 +121,8 @@ run_series() {
 		kernel=$(sed -n 's/^KERNEL=//p' "$work/$s.kernel")
 		modules=$(sed -n 's/^MODULES=//p' "$work/$s.kernel")
 		release=${modules##*/}
+		arch=$(sed -n 's/^ARCH=//p' "$work/$s.kernel")
+		[ -z "$arch" ] || dir=$build-$arch
 		rc=0
 		if [ "$reuse" = 1 ] && [ -s "$logs/$release.tap" ] && [ -s "$logs/$release.secs" ]; then
 			echo "$prog: $s: $release, kept TAP" >&2
@@ -114,7 +131,7 @@ run_series() {
 			echo "$prog: $s: $release fetched in $fetch s, running the suite" >&2
 			t1=$EPOCHSECONDS
 			"$here/run-vm.sh" --kernel "$kernel" --modules "$modules" \
-				--build "$build" --timeout 3600 ${vm_env[@]+"${vm_env[@]}"} \
+				--build "$dir" --timeout 3600 ${vm_env[@]+"${vm_env[@]}"} \
 				> "$logs/$release.tap" 2> "$work/$s.vm" || rc=$?
 			suite=$((EPOCHSECONDS - t1))
 			echo "$fetch $suite" > "$logs/$release.secs"
@@ -158,7 +175,9 @@ git -C "$top" diff --quiet HEAD 2> /dev/null || commit=$commit-dirty
 	echo "# Kernel history"
 	echo
 	echo "The suite in QEMU (TCG, $(nproc) host CPUs, 2 GiB guest) on the newest"
-	echo "Debian cloud kernel of each series that can be fetched (\`make history\`)."
+	echo "Debian kernel of each series that can be fetched (\`make history\`):"
+	echo "cloud-amd64, and arm64 (4 KiB pages; -16k: 16 KiB) and ppc64el"
+	echo "(-64k: 64 KiB pages) emulated."
 	echo
 	if [ "$full" = 1 ]; then
 		echo "Figures are whole (READAHEAD_FULL_RUN=1): major faults over the"

@@ -11,6 +11,13 @@
 # disk images; all temporary files live in one directory that is removed on
 # exit.
 #
+# The kernel's architecture is read from its image: x86-64 (QEMU's pc
+# machine), arm64 (virt, -cpu max, any page size) or ppc64le (pseries,
+# POWER9).  For an architecture other than the host's, the programs come
+# from that architecture's Debian packages (vm/guest-root.sh), the test
+# binaries must be built for it (make ARCH=arm64 or ARCH=powerpc, static),
+# and QEMU emulates it (TCG).
+#
 # Output:
 #   stdout  "# guest kernel: <uname -r>" followed by the suite's TAP,
 #           unchanged, as the guest prints it.
@@ -22,11 +29,13 @@
 #   3 for infrastructure failures (kernel does not boot, kernel panic,
 #     missing module, timeout, QEMU failure).
 #
-# The guest has two serial ports: ttyS0 is the kernel console and goes to a
-# log file only, ttyS1 carries the suite's output (and a few marker lines
-# used to find the start and end of the suite and its exit status), so TAP
-# is never interleaved with kernel messages.  On failure the console log is
-# kept and its path printed.
+# The guest has two serial channels: the kernel console (ttyS0, ttyAMA0 or
+# hvc0) goes to a log file only, the suite channel (ttyS1, a virtio console
+# hvc0 on arm64, a second vty hvc1 on pseries; its driver must be built in)
+# carries the suite's output (and a few marker lines used to find the start
+# and end of the suite and its exit status), so TAP is never interleaved
+# with kernel messages.  On failure the console log is kept and its path
+# printed.
 
 set -euo pipefail
 
@@ -186,8 +195,7 @@ if [ -n "$runner" ] && [ "$runner" != none ] && [ ! -f "$runner" ]; then
 	usage_error "runner '$runner' does not exist"
 fi
 
-qemu=${QEMU:-qemu-system-x86_64}
-for tool in "$qemu" busybox cpio gzip ldd; do
+for tool in cpio gzip; do
 	command -v "$tool" >/dev/null || die "$tool not found on the host"
 done
 
@@ -252,20 +260,81 @@ guest_fail() {
 
 # An x86 bzImage has "HdrS" (48 64 72 53) at offset 0x202 and a pointer
 # to the version string at 0x20e (relative to 0x200).  The first word of
-# that string is the release, as printed by uname -r.
+# that string is the release, as printed by uname -r.  An arm64 Image has
+# "ARMd" at 0x38 (Debian's vmlinuz is one); an ELF vmlinux (ppc64le's)
+# names its machine at 18.  Those two carry the release in their banner.
 kver=
+karch=
 # od fails to skip past the end of a file shorter than the header
 magic=$(od -An -tx1 -j514 -N4 "$kernel" 2>/dev/null | tr -d ' \n') || magic=
 if [ "$magic" = 48647253 ]; then
+	karch=x86
 	off=$(od -An -tu2 -j526 -N2 "$kernel" | tr -d ' ')
 	if [ -n "$off" ] && [ "$off" -gt 0 ]; then
 		kver=$(dd if="$kernel" bs=1 skip=$((off + 512)) count=256 2>/dev/null |
 			tr '\0' '\n' | head -n 1 | awk '{ print $1 }')
 	fi
-elif [ "$(head -c 4 "$kernel")" != $'\x7fELF' ]; then
-	die "'$kernel' is not a bootable x86 kernel image (no bzImage header)"
+else
+	if [ "$(od -An -c -j56 -N4 "$kernel" 2>/dev/null | tr -d ' ')" = ARMd ]; then
+		karch=arm64
+	elif [ "$(head -c 4 "$kernel")" = $'\x7fELF' ]; then
+		case $(od -An -tu2 -j18 -N2 "$kernel" | tr -d ' ') in
+		62) karch=x86 ;;
+		183) karch=arm64 ;;
+		21) karch=powerpc ;;
+		esac
+	fi
+	[ -n "$karch" ] ||
+		die "'$kernel' is not a kernel image this runner boots (x86 bzImage or ELF, arm64 Image, ppc64le vmlinux)"
+	if [ "$karch" != x86 ]; then
+		kver=$(LC_ALL=C grep -a -m 1 -o 'Linux version [^ ]*' "$kernel" | awk '{ print $3 }')
+	fi
 fi
-info "kernel release: ${kver:-unknown}"
+info "kernel release: ${kver:-unknown}, architecture $karch"
+
+# The architecture's QEMU machine, kernel console and suite channel.  A
+# guest of the host's architecture runs the host's programs; another one
+# runs Debian's for its architecture, from guest_root.
+case $(uname -m) in
+x86_64) host_arch=x86 ;;
+aarch64) host_arch=arm64 ;;
+ppc64le) host_arch=powerpc ;;
+*) host_arch=$(uname -m) ;;
+esac
+case $karch in
+x86)
+	qemu=${QEMU:-qemu-system-x86_64} debarch=amd64 elf_machine=62
+	triplet=x86_64-linux-gnu
+	machine=(-machine pc) tcg_cpu=max console=ttyS0 channel=ttyS1
+	channel_dev=(-serial chardev:suite)
+	;;
+arm64)
+	qemu=${QEMU:-qemu-system-aarch64} debarch=arm64 elf_machine=183
+	triplet=aarch64-linux-gnu
+	machine=(-machine virt) tcg_cpu=max console=ttyAMA0 channel=hvc0
+	channel_dev=(-device virtio-serial-pci -device 'virtconsole,chardev=suite')
+	;;
+powerpc)
+	# The speculation workarounds are not emulated: broken is what TCG
+	# gives, said so that QEMU does not warn.
+	qemu=${QEMU:-qemu-system-ppc64} debarch=ppc64el elf_machine=21
+	triplet=powerpc64le-linux-gnu
+	machine=(-machine 'pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off')
+	tcg_cpu=power9 console=hvc0 channel=hvc1
+	channel_dev=(-device 'spapr-vty,chardev=suite')
+	;;
+esac
+command -v "$qemu" >/dev/null || die "$qemu not found on the host (for a $karch kernel)"
+guest_root=
+if [ "$karch" != "$host_arch" ]; then
+	[ "$accel" != kvm ] || usage_error "--accel kvm: a $karch kernel is emulated on this $host_arch host"
+	accel=tcg
+	guest_root=$("$here/guest-root.sh" "$debarch") || die "no $debarch userland for the guest"
+else
+	for tool in busybox ldd; do
+		command -v "$tool" >/dev/null || die "$tool not found on the host"
+	done
+fi
 
 # Booting through the PVH entry point of the decompressed kernel saves the
 # firmware and the in-guest decompression of the bzImage, several seconds
@@ -447,11 +516,18 @@ is_elf() {
 	[ "$magic" = $'\x7fELF' ]
 }
 
-# Copy a host program to /usr/bin or /usr/sbin.
+# Copy a program of the host (or of guest_root) to /usr/bin or /usr/sbin.
 add_program() {
-	local name=$1 required=$2 path dir
+	local name=$1 required=$2 path dir d
 
-	path=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v "$name" || true)
+	path=
+	if [ -n "$guest_root" ]; then
+		for d in /usr/sbin /usr/bin /sbin /bin; do
+			[ ! -e "$guest_root$d/$name" ] || { path=$guest_root$d/$name; break; }
+		done
+	else
+		path=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v "$name" || true)
+	fi
 	if [ -z "$path" ]; then
 		[ "$required" = required ] && die "$name not found on the host"
 		return 0
@@ -469,7 +545,7 @@ add_program losetup required
 for p in mke2fs timeout; do
 	add_program "$p" optional
 done
-[ -f /etc/mke2fs.conf ] && add_file /etc/mke2fs.conf
+[ -f "$guest_root/etc/mke2fs.conf" ] && add_file "$guest_root/etc/mke2fs.conf" /etc/mke2fs.conf
 
 # dash is /bin/sh, as on Debian: busybox's own sh runs its applets in
 # preference to the programs in PATH (e.g. its losetup, which lacks --show).
@@ -482,7 +558,11 @@ done
 # Busybox provides every other command.  Its applet links are
 # made by the guest init ("busybox --install" keeps existing files, so the
 # real programs copied above take precedence).
-add_file "$(command -v busybox)" /usr/bin/busybox
+if [ -n "$guest_root" ]; then
+	add_file "$guest_root/bin/busybox" /usr/bin/busybox
+else
+	add_file "$(command -v busybox)" /usr/bin/busybox
+fi
 
 ln -s /proc/self/mounts "$root/etc/mtab"
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
@@ -498,6 +578,9 @@ ntests=0
 need_bash=0
 while IFS= read -r -d '' f; do
 	if is_elf "$f"; then
+		m=$(od -An -tu2 -j18 -N2 "$f" | tr -d ' ')
+		[ "$m" = "$elf_machine" ] ||
+			usage_error "'${f#"$root/suite/"}' in '$build' is not a $karch program (build the suite with make ARCH=$karch)"
 		elf_files+=("$f")
 		ntests=$((ntests + 1))
 	elif head -n 1 "$f" | grep -q '^#!.*bash'; then
@@ -548,18 +631,56 @@ list_libs() {
 		done
 	) 2>/dev/null
 }
-libs=$(list_libs "${elf_files[@]}")
-missing=$(awk '/=> not found/ { print $1 }' <<<"$libs")
-[ -z "$missing" ] || die "shared libraries missing on the host: $(echo "$missing" | sort -u | tr '\n' ' ')"
-mapfile -t libpaths < <(awk '
-	$2 == "=>" && $3 ~ /^\// { print $3; next }
-	$1 ~ /^\// && $1 !~ /:$/ { print $1 }' <<<"$libs" | sort -u)
-# One cp for all; /lib etc. are symlinks into /usr in the guest too.
-cp -L --parents "${libpaths[@]}" "$root/" || die "cannot copy shared libraries"
+# Shared libraries of guest_root's programs: the interpreter and every
+# DT_NEEDED, transitively, found in the root's library directories (the
+# guest's loader searches those by default).  readelf reads any ELF.
+guest_libs() {
+	local -a todo=("$@")
+	local f so d seen=" "
 
-# Library search path for anything outside the default directories.
-printf '%s\n' "${libpaths[@]%/*}" | sort -u >"$root/etc/ld.so.conf"
-ldconfig -r "$root" 2>/dev/null || true
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		for so in $(readelf -lW "$f" 2>/dev/null |
+				sed -n 's|.*Requesting program interpreter: /\(.*\)\]|\1|p') \
+			  $(readelf -dW "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+			case $seen in *" ${so##*/} "*) continue ;; esac
+			seen="$seen${so##*/} "
+			# The interpreter at its own path, libraries by name.
+			d=
+			[[ $so != */* ]] || d=${so%/*}
+			for d in $d lib/$triplet usr/lib/$triplet lib usr/lib; do
+				[ -e "$guest_root/$d/${so##*/}" ] || continue
+				echo "/$d/${so##*/}"
+				todo+=("$guest_root/$d/${so##*/}")
+				continue 2
+			done
+			echo "missing ${so##*/}"
+		done
+	done
+}
+if [ -n "$guest_root" ]; then
+	command -v readelf >/dev/null || die "readelf (binutils) not found on the host"
+	libs=$(guest_libs "${elf_files[@]}")
+	missing=$(sed -n 's/^missing //p' <<<"$libs")
+	[ -z "$missing" ] || die "shared libraries missing in $guest_root: $(echo "$missing" | sort -u | tr '\n' ' ')"
+	while read -r f; do
+		add_file "$guest_root$f" "$f"
+	done <<<"$libs"
+else
+	libs=$(list_libs "${elf_files[@]}")
+	missing=$(awk '/=> not found/ { print $1 }' <<<"$libs")
+	[ -z "$missing" ] || die "shared libraries missing on the host: $(echo "$missing" | sort -u | tr '\n' ' ')"
+	mapfile -t libpaths < <(awk '
+		$2 == "=>" && $3 ~ /^\// { print $3; next }
+		$1 ~ /^\// && $1 !~ /:$/ { print $1 }' <<<"$libs" | sort -u)
+	# One cp for all; /lib etc. are symlinks into /usr in the guest too.
+	cp -L --parents "${libpaths[@]}" "$root/" || die "cannot copy shared libraries"
+
+	# Library search path for anything outside the default directories.
+	printf '%s\n' "${libpaths[@]%/*}" | sort -u >"$root/etc/ld.so.conf"
+	ldconfig -r "$root" 2>/dev/null || true
+fi
 
 # Modules, decompressed (busybox insmod may not read .ko.xz), listed in
 # load order.
@@ -629,9 +750,9 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null &&
 	echo "+memory +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 
-# ttyS1 is the suite channel: raw, so that output is passed as it is.
-exec 3>/dev/ttyS1
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
+# $channel is the suite channel: raw, so that output is passed as it is.
+exec 3>/dev/$channel
+stty -F /dev/$channel raw -echo 2>/dev/null
 say() { echo "\$*" >&3; }
 # Progress notes for the console log, with the uptime.
 note() {
@@ -816,22 +937,23 @@ run_guest() {
 		<"$tmp/tap.out" &
 	reader_pid=$!
 
-	# Kernel console on ttyS0 into the log file: loglevel=5 keeps
+	# Kernel console into the log file: loglevel=5 keeps
 	# warnings, oopses and panics but not the slow-to-emulate boot chatter
 	# (a later loglevel= in --cmdline wins).  panic=-1 with -no-reboot
 	# makes QEMU exit at once on a panic.  cryptomgr.notests skips the
 	# crypto self-tests, a second of boot time under TCG that has nothing
-	# to do with the suite.  no_timer_check skips the check that the
-	# timer interrupt arrives through the IO-APIC in time: under TCG on a
-	# loaded host it can fail and panic the boot ("IO-APIC + timer
-	# doesn't work", seen with Debian 7.3.4).  ttyS1 is the suite channel.
-	if [ "$acc" = kvm ]; then cpu=host; else cpu=max; fi
-	args=(-nodefaults -no-user-config -machine pc -accel "$acc" -cpu "$cpu"
+	# to do with the suite.  On x86, no_timer_check skips the check that
+	# the timer interrupt arrives through the IO-APIC in time: under TCG
+	# on a loaded host it can fail and panic the boot ("IO-APIC + timer
+	# doesn't work", seen with Debian 7.3.4).
+	if [ "$acc" = kvm ]; then cpu=host; else cpu=$tcg_cpu; fi
+	if [ "$karch" = x86 ]; then extra="no_timer_check $extra"; fi
+	args=(-nodefaults -no-user-config "${machine[@]}" -accel "$acc" -cpu "$cpu"
 		-smp "$smp" -m "$mem" -display none -nic none -no-reboot
 		-kernel "$boot_image" -initrd "$tmp/initrd.gz"
-		-append "console=ttyS0 loglevel=5 panic=-1 cryptomgr.notests no_timer_check $modsig $cmdline $extra"
+		-append "console=$console loglevel=5 panic=-1 cryptomgr.notests $modsig $cmdline $extra"
 		-serial "file:$tmp/console.log"
-		-chardev "pipe,id=suite,path=$tmp/tap" -serial chardev:suite)
+		-chardev "pipe,id=suite,path=$tmp/tap" "${channel_dev[@]}")
 	"$qemu" "${args[@]}" </dev/null >"$tmp/qemu.err" 2>&1 &
 	qemu_pid=$!
 	set_now
