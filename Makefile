@@ -47,9 +47,10 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 # Debian triplet by default) and linked statically, against libcap.a of
 # that architecture's libcap-dev from the machine's Debian release, so
 # that the binaries run in any guest userland.
-HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
-	-e 's/ppc64le/powerpc/')
+karch = $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(patsubst ppc64le,powerpc,$(1))))
+HOST_ARCH := $(call karch,$(shell uname -m))
 ARCH ?= $(HOST_ARCH)
+override ARCH := $(call karch,$(ARCH))
 ifneq ($(ARCH),$(HOST_ARCH))
 CROSS_TRIPLET := $(or $(if $(filter arm64,$(ARCH)),aarch64-linux-gnu), \
 	$(if $(filter powerpc,$(ARCH)),powerpc64le-linux-gnu), \
@@ -85,13 +86,17 @@ endif
 endif
 KHDR := $(or $(wildcard $(abspath $(KSFT_DIR)/../../../usr/include)), \
 	$(SRC_CACHE)/usr/include)
-# The package's uapi headers are x86's; another architecture's asm/ is
-# installed beside them and searched first. A tree has its own ("make
-# ARCH=... headers").
-ifneq ($(ARCH),$(HOST_ARCH))
+# The package's asm/ headers are installed per architecture, beside the
+# others. A tree has its own, for the ARCH of its "make headers": x86's
+# (asm/ldt.h) cannot serve another one.
 ifeq ($(KHDR),$(SRC_CACHE)/usr/include)
 KHDR_ARCH := $(SRC_CACHE)/usr/arch-$(ARCH)/include
+else ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(wildcard $(KHDR)/asm/ldt.h),)
+$(error $(KHDR) holds x86 headers: run "make ARCH=$(ARCH) headers" in the tree)
 endif
+endif
+ifneq ($(ARCH),$(HOST_ARCH))
 CAP_ROOT := $(CACHE)/libcap-$(DEB_ARCH)
 endif
 VM_UTIL := $(KSFT_DIR)/mm/vm_util.c
@@ -139,13 +144,14 @@ $(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
 
 # libcap-dev of the target architecture, extracted (once) beside the cache.
 $(CAP_STAMP):
-	set -e; deb=$$($(TOP)/vm/debian-apt.sh --suite \
+	set -e; mkdir -p $(CACHE); exec 9> $(CAP_ROOT).lock; flock 9; \
+	[ ! -f $@ ] || exit 0; deb=$$($(TOP)/vm/debian-apt.sh --suite \
 		$$(. /etc/os-release && echo $$VERSION_CODENAME) \
 		download libcap-dev:$(DEB_ARCH)) || exit 3; \
-	mkdir -p $(CACHE); tmp=$$(mktemp -d $(CAP_ROOT).XXXXXX); \
+	tmp=$$(mktemp -d $(CAP_ROOT).XXXXXX); \
 	trap 'rm -rf "$$tmp"' EXIT; dpkg-deb -x "$$deb" "$$tmp"; \
 	touch "$$tmp/.extracted"; chmod 0755 "$$tmp"; \
-	[ -f $@ ] || { rm -rf $(CAP_ROOT); mv -T "$$tmp" $(CAP_ROOT); }
+	rm -rf $(CAP_ROOT); mv -T "$$tmp" $(CAP_ROOT)
 
 $(OUTPUT)/run-suite.sh: $(TOP)/scripts/run-suite.sh
 	@mkdir -p $(OUTPUT)
@@ -195,23 +201,26 @@ define asm_generated
 	done
 endef
 
-# The stamp names the member list: a cache extracted for another list is
-# extracted anew.
-SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo '$(KSFT_MEMBERS)' | cksum))
+# The stamp names the member list and the header layout: a cache extracted
+# for another is extracted anew.
+SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo \
+	'$(KSFT_MEMBERS) usr/arch-*/include' | cksum))
 
 # Extracted into a directory of its own and renamed into place, so that
-# concurrent builds never see a half-extracted cache.
+# concurrent builds never see a half-extracted cache; one extraction at a
+# time.
 $(SRC_STAMP):
-	set -e; src='$(LINUX_SOURCE)'; [ -n "$$src" ] || \
+	set -e; mkdir -p $(CACHE); exec 9> $(CACHE)/.linux-source.lock; flock 9; \
+	[ ! -f $@ ] || exit 0; src='$(LINUX_SOURCE)'; [ -n "$$src" ] || \
 		src=$$($(TOP)/vm/debian-apt.sh source $(KSFT_SERIES)) || exit 3; \
-	mkdir -p $(CACHE); tmp=$$(mktemp -d $(SRC_CACHE).XXXXXX); \
+	tmp=$$(mktemp -d $(SRC_CACHE).XXXXXX); \
 	trap 'rm -rf "$$tmp"' EXIT; \
 	tar -xJf "$$src" -C "$$tmp" --strip-components=1 \
 		$(addprefix linux-source-$(KSFT_SERIES)/,$(KSFT_MEMBERS)); \
 	cd "$$tmp"; $(HOSTCC) -O2 -o scripts/unifdef scripts/unifdef.c; \
 	for f in $$(find include/uapi arch/*/include/uapi -name '*.h'); do \
 		case $$f in \
-		arch/x86/* | include/*) o=usr/include/$${f#*/uapi/} ;; \
+		include/*) o=usr/include/$${f#*/uapi/} ;; \
 		*) a=$${f#arch/}; o=usr/arch-$${a%%/*}/include/$${f#*/uapi/} ;; \
 		esac; \
 		mkdir -p $${o%/*}; sh scripts/headers_install.sh $$f $$o; \
@@ -221,7 +230,7 @@ $(SRC_STAMP):
 	$(call asm_generated,powerpc,arch/powerpc/kernel/syscalls/syscall.tbl, \
 		64:common$(comma)nospu$(comma)64 32:common$(comma)nospu$(comma)32); \
 	touch $(notdir $(SRC_STAMP)); chmod 0755 "$$tmp"; \
-	[ -f $@ ] || { rm -rf $(SRC_CACHE); mv -T "$$tmp" $(SRC_CACHE); }
+	rm -rf $(SRC_CACHE); mv -T "$$tmp" $(SRC_CACHE)
 
 $(SRC_CACHE)/usr/include/linux/fs.h $(SRC_CACHE)/scripts/checkpatch.pl: $(SRC_STAMP)
 ifneq ($(CAP_ROOT),)
@@ -242,6 +251,8 @@ checkpatch: $(CHECKPATCH)
 	@echo "checkpatch: clean"
 
 run_tests: all
+	@test "$(ARCH)" = "$(HOST_ARCH)" || { echo "run_tests: ARCH=$(ARCH) tests" \
+		"do not run on this $(HOST_ARCH) machine (make vm-test)" >&2; exit 2; }
 	$(OUTPUT)/run-suite.sh
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \

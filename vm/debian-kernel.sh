@@ -7,12 +7,12 @@
 #                       SERIES[-ARCH[-F]]
 #
 # SERIES is a kernel series such as 6.1, 6.12, 6.18 or 7.3 (7.2-arm64-16k
-# is 7.2 --arch arm64 --flavour 16k, as a verdicts column names it). ARCH is a
-# Debian architecture: amd64 (the default), arm64 or ppc64el. F is the
-# page size of the kernel, 4k (the default), 16k (arm64) or 64k (ppc64el
-# and arm64), or a Debian flavour name (cloud-arm64, rt-arm64, ...); 4k
-# is Debian's cloud-amd64, arm64 and powerpc64le flavour, 16k and 64k
-# are its arm64-16k and powerpc64le-64k. The newest point release of the
+# is 7.2 --arch arm64 --flavour 16k, as a verdicts column names it).
+# ARCH is a Debian architecture: amd64 (the default), arm64 or ppc64el.
+# F is the page size of the kernel, 4k (the default), 16k (arm64) or 64k
+# (ppc64el), or a Debian flavour name (cloud-arm64, rt-arm64, ..., which
+# implies its architecture); 4k is Debian's cloud-amd64, arm64 and
+# powerpc64le flavour, 16k and 64k are its arm64-16k and powerpc64le-64k. The newest point release of the
 # series whose packages can all be downloaded is fetched through the
 # private apt state of vm/debian-apt.sh (the machine's Debian suites plus
 # trixie, trixie-backports, sid and experimental), extracted once into
@@ -68,6 +68,8 @@ cache=${RA_KERNEL_CACHE:-/var/cache/readahead-selftests/debian}
 apt=$here/debian-apt.sh
 arch=amd64
 flavour=4k
+arch_given=
+flavour_given=
 list=0
 
 die() {
@@ -90,7 +92,7 @@ while [ $# -gt 0 ]; do
 		;;
 	--arch | --flavour)
 		[ $# -ge 2 ] || usage
-		eval "${1#--}=\$2"
+		eval "${1#--}=\$2 ${1#--}_given=1"
 		shift 2
 		;;
 	--list)
@@ -109,6 +111,10 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$series" ] || usage
 if [[ $series =~ ^([0-9]+\.[0-9]+)-([a-z0-9]+)(-([0-9]+k))?$ ]]; then
+	if [ -n "$arch_given$flavour_given" ]; then
+		echo "$prog: $series names the architecture and page size: no --arch or --flavour with it" >&2
+		exit 2
+	fi
 	series=${BASH_REMATCH[1]}
 	arch=${BASH_REMATCH[2]}
 	flavour=${BASH_REMATCH[4]:-$flavour}
@@ -119,6 +125,20 @@ fi
 
 # The kernel's own name of the architecture (what ARCH= means to a kernel
 # or selftests Makefile), and the Debian flavour of each page size.
+# A flavour name says its architecture (arm64-16k, powerpc64le-64k).
+case $flavour in
+*arm64*) farch=arm64 ;;
+*powerpc64le*) farch=ppc64el ;;
+*amd64*) farch=amd64 ;;
+*) farch=$arch ;;
+esac
+if [ "$farch" != "$arch" ]; then
+	if [ -n "$arch_given" ]; then
+		echo "$prog: flavour $flavour is not one of architecture $arch" >&2
+		exit 2
+	fi
+	arch=$farch
+fi
 case $arch in
 amd64) karch= ;;
 arm64) karch=arm64 ;;
@@ -128,10 +148,10 @@ esac
 case $arch/$flavour in
 amd64/4k) flavour=cloud-amd64 ;;
 arm64/4k) flavour=arm64 ;;
-arm64/16k | arm64/64k) flavour=arm64-$flavour ;;
+arm64/16k) flavour=arm64-16k ;;
 ppc64el/4k) flavour=powerpc64le ;;
 ppc64el/64k) flavour=powerpc64le-64k ;;
-*/[0-9]*k) die "Debian builds no $flavour-page kernel for architecture $arch (amd64: 4k; arm64: 4k, 16k, 64k; ppc64el: 4k, 64k)" ;;
+*/[0-9]*k) die "Debian builds no $flavour-page kernel for architecture $arch (amd64: 4k; arm64: 4k, 16k; ppc64el: 4k, 64k)" ;;
 esac
 # apt names a package of another architecture PKG:ARCH.
 qual=

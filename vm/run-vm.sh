@@ -285,12 +285,20 @@ else
 		esac
 	fi
 	[ -n "$karch" ] ||
-		die "'$kernel' is not a kernel image this runner boots (x86 bzImage or ELF, arm64 Image, ppc64le vmlinux)"
+		usage_error "'$kernel' is not a kernel image this runner boots (x86 bzImage or ELF, arm64 Image, ppc64le vmlinux)"
 	if [ "$karch" != x86 ]; then
 		kver=$(LC_ALL=C grep -a -m 1 -o 'Linux version [^ ]*' "$kernel" | awk '{ print $3 }')
 	fi
 fi
 info "kernel release: ${kver:-unknown}, architecture $karch"
+
+# An ELF file (a program or a kernel image).
+is_elf() {
+	local magic=
+
+	LC_ALL=C read -r -n 4 magic <"$1" 2>/dev/null || true
+	[ "$magic" = $'\x7fELF' ]
+}
 
 # The architecture's QEMU machine, kernel console and suite channel.  A
 # guest of the host's architecture runs the host's programs; another one
@@ -324,10 +332,16 @@ powerpc)
 	channel_dev=(-device 'spapr-vty,chardev=suite')
 	;;
 esac
-command -v "$qemu" >/dev/null || die "$qemu not found on the host (for a $karch kernel)"
+command -v "$qemu" >/dev/null || die "$qemu not found on the host (for the $karch kernel)"
+# The test binaries must be the kernel's architecture's.
+while IFS= read -r -d '' f; do
+	is_elf "$f" || continue
+	[ "$(od -An -tu2 -j18 -N2 "$f" | tr -d ' ')" = "$elf_machine" ] ||
+		usage_error "'${f#"$build/"}' in '$build' is not built for $karch (build the suite with make ARCH=$karch)"
+done < <(find -L "$build" -type f -perm /111 -print0)
 guest_root=
 if [ "$karch" != "$host_arch" ]; then
-	[ "$accel" != kvm ] || usage_error "--accel kvm: a $karch kernel is emulated on this $host_arch host"
+	[ "$accel" != kvm ] || usage_error "--accel kvm: the $karch kernel is emulated on this $host_arch host"
 	accel=tcg
 	guest_root=$("$here/guest-root.sh" "$debarch") || die "no $debarch userland for the guest"
 else
@@ -509,12 +523,6 @@ add_file() {
 # ELF files whose shared libraries must be copied.
 elf_files=()
 
-is_elf() {
-	local magic=
-
-	LC_ALL=C read -r -n 4 magic <"$1" 2>/dev/null || true
-	[ "$magic" = $'\x7fELF' ]
-}
 
 # Copy a program of the host (or of guest_root) to /usr/bin or /usr/sbin.
 add_program() {
@@ -529,7 +537,7 @@ add_program() {
 		path=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v "$name" || true)
 	fi
 	if [ -z "$path" ]; then
-		[ "$required" = required ] && die "$name not found on the host"
+		[ "$required" = required ] && die "$name not found ${guest_root:+in $guest_root}${guest_root:-on the host}"
 		return 0
 	fi
 	case $path in */sbin/*) dir=/usr/sbin ;; *) dir=/usr/bin ;; esac
@@ -558,11 +566,7 @@ done
 # Busybox provides every other command.  Its applet links are
 # made by the guest init ("busybox --install" keeps existing files, so the
 # real programs copied above take precedence).
-if [ -n "$guest_root" ]; then
-	add_file "$guest_root/bin/busybox" /usr/bin/busybox
-else
-	add_file "$(command -v busybox)" /usr/bin/busybox
-fi
+add_program busybox required
 
 ln -s /proc/self/mounts "$root/etc/mtab"
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
@@ -578,9 +582,6 @@ ntests=0
 need_bash=0
 while IFS= read -r -d '' f; do
 	if is_elf "$f"; then
-		m=$(od -An -tu2 -j18 -N2 "$f" | tr -d ' ')
-		[ "$m" = "$elf_machine" ] ||
-			usage_error "'${f#"$root/suite/"}' in '$build' is not a $karch program (build the suite with make ARCH=$karch)"
 		elf_files+=("$f")
 		ntests=$((ntests + 1))
 	elif head -n 1 "$f" | grep -q '^#!.*bash'; then
@@ -651,7 +652,11 @@ guest_libs() {
 			[[ $so != */* ]] || d=${so%/*}
 			for d in $d lib/$triplet usr/lib/$triplet lib usr/lib; do
 				[ -e "$guest_root/$d/${so##*/}" ] || continue
-				echo "/$d/${so##*/}"
+				if [[ $so == */* ]]; then
+					echo "/$d/${so##*/} /$so"
+				else
+					echo "/$d/${so##*/} /$d/${so##*/}"
+				fi
 				todo+=("$guest_root/$d/${so##*/}")
 				continue 2
 			done
@@ -664,8 +669,8 @@ if [ -n "$guest_root" ]; then
 	libs=$(guest_libs "${elf_files[@]}")
 	missing=$(sed -n 's/^missing //p' <<<"$libs")
 	[ -z "$missing" ] || die "shared libraries missing in $guest_root: $(echo "$missing" | sort -u | tr '\n' ' ')"
-	while read -r f; do
-		add_file "$guest_root$f" "$f"
+	while read -r f dest; do
+		add_file "$guest_root$f" "$dest"
 	done <<<"$libs"
 else
 	libs=$(list_libs "${elf_files[@]}")
@@ -751,6 +756,17 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null &&
 	echo "+memory +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 
 # $channel is the suite channel: raw, so that output is passed as it is.
+# Its driver may register it late; without it, writing there would fill a
+# plain file in /dev.
+i=0
+while [ ! -c /dev/$channel ] && [ \$i -lt 50 ]; do
+	sleep 0.1
+	i=\$((i + 1))
+done
+if [ ! -c /dev/$channel ]; then
+	echo "run-vm: no suite channel /dev/$channel (its driver must be built in)"
+	poweroff -f
+fi
 exec 3>/dev/$channel
 stty -F /dev/$channel raw -echo 2>/dev/null
 say() { echo "\$*" >&3; }
@@ -1035,7 +1051,9 @@ panic)
 	guest_fail "kernel panic: $(grep -m 1 'Kernel panic' "$tmp/console.log" | tr -d '\r' | sed 's/^\[[^]]*\] *//')"
 	;;
 exited)
-	if grep -q 'Kernel panic' "$tmp/console.log" 2>/dev/null; then
+	if grep -q 'run-vm: no suite channel' "$tmp/console.log" 2>/dev/null; then
+		guest_fail "$(grep -m 1 -o 'no suite channel.*' "$tmp/console.log" | tr -d '\r')"
+	elif grep -q 'Kernel panic' "$tmp/console.log" 2>/dev/null; then
 		guest_fail "kernel panic: $(grep -m 1 'Kernel panic' "$tmp/console.log" | tr -d '\r' | sed 's/^\[[^]]*\] *//')"
 	elif grep -qF "${qemu##*/}:" "$tmp/qemu.err" 2>/dev/null; then
 		guest_fail "QEMU failed: $(grep -m 1 -F "${qemu##*/}:" "$tmp/qemu.err" | sed 's/^[^:]*: *//')"
