@@ -12,7 +12,7 @@
 #   make checkpatch      checkpatch.pl --strict on every C file
 #   make deps            install what any target here needs (apt, no
 #                        recommends, nothing upgraded that need not be)
-#   make check           the project's own quick tests, a few minutes
+#   make check           the project's own quick tests, about a minute
 #                        (needs root)
 #   make check-full      all of them, what .ci/run runs: check, the
 #                        in-tree run, the series, Debian kernels and the
@@ -42,12 +42,14 @@
 
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
-# ARCH is the kernel's name of the architecture the tests are built for.
+# ARCH is the kernel's name of the architecture the tests are built for
+# (x86, arm64, powerpc; uname's and Debian's names are taken too).
 # Another one than the machine's is cross-compiled (CROSS_COMPILE, the
 # Debian triplet by default) and linked statically, against libcap.a of
 # that architecture's libcap-dev from the machine's Debian release, so
 # that the binaries run in any guest userland.
-karch = $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(patsubst ppc64le,powerpc,$(1))))
+karch = $(patsubst x86_64,x86,$(patsubst amd64,x86,$(patsubst aarch64,arm64,$(patsubst \
+	ppc64le,powerpc,$(patsubst ppc64el,powerpc,$(1))))))
 HOST_ARCH := $(call karch,$(shell uname -m))
 ARCH ?= $(HOST_ARCH)
 override ARCH := $(call karch,$(ARCH))

@@ -4,7 +4,7 @@
 # The project's own tests. Needs root. Ends with "N passed, N failed".
 #
 #   scripts/check.sh           (make check) what a contributor runs after
-#                              an edit, a few minutes: the build (gcc and
+#                              an edit, about a minute: the build (gcc and
 #                              clang, -Werror; gcc for arm64 and ppc64le,
 #                              static), checkpatch, the fio job
 #                              files, the suite on the running kernel

@@ -53,7 +53,7 @@ suite=
 cache=${RA_APT_CACHE:-/var/cache/readahead-selftests/apt}
 extra_suites="trixie trixie-backports sid experimental"
 host_arch=$(dpkg --print-architecture)
-# The architectures the VM runner boots (vm/run-vm.sh --arch).
+# The architectures the VM runner boots (vm/run-vm.sh).
 arches=$(printf '%s\n' "$host_arch" arm64 ppc64el | sort -u | paste -sd, -)
 
 die() {

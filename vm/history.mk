@@ -5,8 +5,8 @@
 #   make history [HISTORY_ARGS="--full --series '6.12 7.3'"]
 #
 # runs the suite in QEMU on the newest Debian cloud kernel of each series
-# from 6.1 to 7.3, and on arm64 and ppc64el kernels with 4, 16 and 64 KiB
-# pages (fetched with vm/debian-kernel.sh; the tests cross-built) and writes
+# from 6.1 to 7.3, and on arm64 (4 and 16 KiB pages) and ppc64el (64 KiB)
+# kernels (fetched with vm/debian-kernel.sh; the tests cross-built) and writes
 # verdicts/HISTORY.md: every test on every kernel, verdict and figure.
 # HISTORY_ARGS passes options to vm/history.sh (see its usage).
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Kernel history: run the suite in QEMU on the newest Debian kernel of
-# each series (cloud-amd64, and arm64 and ppc64el with 4, 16 and 64 KiB
-# pages) and write a table of tests x kernels.
+# each series (cloud-amd64; arm64 with 4 and 16 KiB pages, ppc64el with
+# 64 KiB pages) and write a table of tests x kernels.
 #
 #   vm/history.sh [--build DIR] [--out FILE] [--logs DIR] [--full]
 #                 [--reuse] [--series "6.1 6.12 ..."]

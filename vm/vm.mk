@@ -3,7 +3,7 @@
 # Run the suite in QEMU on a given kernel.  Included from the top Makefile:
 #
 #   make vm-test KERNEL=<bzImage|vmlinuz> [MODULES=<dir|.deb>] [MEM=2G]
-#                [CMDLINE="kernel args"] [VM_TIMEOUT=600] [VM_ARGS=...]
+#                [CMDLINE="kernel args"] [VM_TIMEOUT=3600] [VM_ARGS=...]
 #
 # MODULES is needed when loop, ext4 or xfs are modules.  VM_ARGS passes
 # further options to vm/run-vm.sh (e.g. "--env NAME=VALUE --log FILE").
@@ -13,7 +13,8 @@
 
 VM_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 MEM ?= 2G
-VM_TIMEOUT ?= 600
+# An emulated arm64 guest takes up to 12 minutes on a loaded machine.
+VM_TIMEOUT ?= 3600
 
 vm-test: all
 	@test -n "$(KERNEL)" || { echo "usage: make vm-test KERNEL=<image>" \
