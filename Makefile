@@ -17,8 +17,9 @@
 #   make check-full      all of them, what .ci/run runs: check, the
 #                        in-tree run, the series, Debian kernels and the
 #                        kill matrix in QEMU, fresh-check
-#   make fresh-check     make deps, run_tests and the in-tree kselftest
-#                        install in a minimal Debian root (mmdebstrap)
+#   make fresh-check     make deps, run_tests, the cross builds and the
+#                        in-tree kselftest install in a minimal Debian
+#                        root (mmdebstrap)
 #   make vm-test KERNEL=<image> [MODULES=...] [MEM=2G] [CMDLINE=...]
 #                        run them in QEMU on another kernel
 #   make validate        the kill matrix: every test on every kernel and
@@ -48,8 +49,8 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 # Debian triplet by default) and linked statically, against libcap.a of
 # that architecture's libcap-dev from the machine's Debian release, so
 # that the binaries run in any guest userland.
-karch = $(patsubst x86_64,x86,$(patsubst amd64,x86,$(patsubst aarch64,arm64,$(patsubst \
-	ppc64le,powerpc,$(patsubst ppc64el,powerpc,$(1))))))
+karch = $(strip $(patsubst x86_64,x86,$(patsubst amd64,x86,$(patsubst aarch64,arm64, \
+	$(patsubst ppc64le,powerpc,$(patsubst ppc64el,powerpc,$(1)))))))
 HOST_ARCH := $(call karch,$(shell uname -m))
 ARCH ?= $(HOST_ARCH)
 override ARCH := $(call karch,$(ARCH))

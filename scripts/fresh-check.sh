@@ -15,6 +15,7 @@
 #   make deps                        the project's package list
 #   make run_tests                   verdicts against the running
 #                                    kernel's column of verdicts/expected.tsv
+#   make ARCH=arm64, ARCH=powerpc    the cross builds vm/run-vm.sh boots
 #   scripts/intree-test.sh --install-only
 #                                    fresh 7.3 tree, make headers, the
 #                                    kselftest install of mm
@@ -193,5 +194,6 @@ step "make deps" "make -s deps"
 # The suite fails some tests by design: the verdicts decide, not make's
 # status.
 step "make run_tests" "make -s run_tests > /tmp/suite.tap 2>&1; cat /tmp/suite.tap; scripts/check-verdicts.sh $column /tmp/suite.tap"
+step "cross builds" "make -s ARCH=arm64 all && make -s ARCH=powerpc all"
 step "kselftest install of mm in a 7.3 tree" "scripts/intree-test.sh --install-only"
-echo "fresh $codename root: make deps, make run_tests (column $column), kselftest install of mm in a 7.3 tree: pass ($(( $(date +%s) - start )) s)"
+echo "fresh $codename root: make deps, make run_tests (column $column), cross builds, kselftest install of mm in a 7.3 tree: pass ($(( $(date +%s) - start )) s)"
