@@ -49,8 +49,9 @@ configurations=$here/configurations
 # The Debian columns of the default run.
 default_debian=(debian-6.1 debian-6.12)
 # The configurations of the default run built for arm64 with 64 KiB pages:
-# pristine and the two fixes whose tests change there.
-arm64_configs=(v7.3 v7.3+restart_v2 v7.3+lbs_marker)
+# pristine, the fixes whose tests change there, and all fixes together.
+arm64_configs=(v7.3 v7.3+restart_v2 v7.3+restart_v3 v7.3+async_2win v7.3+descending
+	       v7.3+lbs_marker v7.3+fixes)
 # This command line, paths relative to the top, for the stamp of --results.
 argv=validation/matrix.sh
 for a in "$@"; do argv+=" ${a#"$top"/}"; done
