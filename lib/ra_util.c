@@ -978,6 +978,26 @@ void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed)
 }
 
 /**
+ * ra_slot_spot() - a random folio in the middle half of a slot of a file
+ * @base: file offset of the slot in bytes
+ * @len: length of the slot in bytes, at least two folios
+ * @folio: folio size in bytes (ra_folio_size())
+ * @seed: state of the ra_rand() sequence, updated
+ *
+ * A test that counts what one fault reads gives each fault a slot of two
+ * read-around windows or more: a read-around centred on a spot in the
+ * middle half stays within the slot, and is counted and dropped with it.
+ *
+ * Return: a file offset in bytes, @base + @len / 4 plus a whole number of
+ * folios, below @base + @len / 4 + @len / 2.
+ */
+size_t ra_slot_spot(size_t base, size_t len, size_t folio,
+		    unsigned int *seed)
+{
+	return base + len / 4 + ra_rand(seed) % (len / 2 / folio) * folio;
+}
+
+/**
  * ra_random_phase() - fault single pages far apart, in a fixed random order
  * @map: mapping of the file
  * @nr: number of faults

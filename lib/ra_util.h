@@ -124,6 +124,8 @@ void ra_figure(const struct ra_fs *fs, const char *what, long measured,
 	__printf(6, 7);
 unsigned int ra_rand(unsigned int *seed);
 void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
+size_t ra_slot_spot(size_t base, size_t len, size_t folio,
+		    unsigned int *seed);
 long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
 char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);

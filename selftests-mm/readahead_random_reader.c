@@ -113,13 +113,6 @@ FIXTURE_TEARDOWN(random_reader)
 	ra_fs_teardown(&self->r.fs);
 }
 
-/* A random folio-aligned offset in the middle half of [@base, +@len). */
-static size_t slot_target(size_t base, size_t len, size_t folio,
-			  unsigned int *seed)
-{
-	return base + len / 4 + ra_rand(seed) % (len / 2 / folio) * folio;
-}
-
 struct figure {
 	long warm_majflt;	/* major faults of the warm-up */
 	long pages;		/* pages brought in by the measured runs */
@@ -160,7 +153,7 @@ static void warm_up(struct __test_metadata *_metadata,
 	start = ra_majflt();
 	for (i = 0; i < WARMUP; i++) {
 		size_t base = order[i] * FOLIO_ALIGN;
-		size_t off = slot_target(base, FOLIO_ALIGN, folio, &seed);
+		size_t off = ra_slot_spot(base, FOLIO_ALIGN, folio, &seed);
 
 		FORCE_READ(r->map[off]);
 		ra_drop_range(r->fd, r->map, base, FOLIO_ALIGN);
@@ -198,7 +191,7 @@ static void measure_runs(struct __test_metadata *_metadata,
 	ra_shuffle(order, RUNS, seed);
 	for (i = 0; i < RUNS && fig->pages <= limit; i++) {
 		size_t base = r->runs_off + order[i] * r->slot;
-		size_t off = slot_target(base, r->slot, folio, &seed);
+		size_t off = ra_slot_spot(base, r->slot, folio, &seed);
 		long before, after;
 
 		if (pat == AFTER_CACHED)

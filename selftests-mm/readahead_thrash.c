@@ -133,17 +133,6 @@ FIXTURE_TEARDOWN(thrash)
 	ra_cgroup_leave(&t->cg);
 }
 
-/* A random folio-aligned offset in the middle half of round @i's slot. */
-static size_t round_spot(struct thrash *t, unsigned int i,
-			 unsigned int *seed)
-{
-	size_t folio = ra_folio_size(&t->fs);
-	size_t base = t->rounds_off + i * t->slot;
-
-	return base + t->slot / 4 +
-	       ra_rand(seed) % (t->slot / 2 / folio) * folio;
-}
-
 /*
  * The test file, opened cold at read_ahead_kb WARM_KB (ra_file_prepare()),
  * is mapped and faulted at WARMUP single pages, each in its own slot, so
@@ -274,7 +263,8 @@ TEST_F_TIMEOUT(thrash, concurrent_faults, 300)
 	t->fd_prep = open(t->fs.file, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, t->fd_prep);
 	for (i = 0; i < ROUNDS; i++) {
-		size_t spot = round_spot(t, i, &seed);
+		size_t base = t->rounds_off + i * t->slot;
+		size_t spot = ra_slot_spot(base, t->slot, folio, &seed);
 
 		ASSERT_EQ((ssize_t)folio, pwrite(t->fd_prep, data, folio, spot));
 	}
@@ -316,7 +306,7 @@ TEST_F_TIMEOUT(thrash, concurrent_faults, 300)
 	seed = 31337;
 	for (i = 0; i < ROUNDS && pages <= ra_limit(bound * ROUNDS); i++) {
 		size_t base = t->rounds_off + i * t->slot;
-		size_t spot = round_spot(t, i, &seed);
+		size_t spot = ra_slot_spot(base, t->slot, folio, &seed);
 		long before;
 
 		before = ra_cached_pages(t->fd, t->map, base, t->slot);
@@ -463,7 +453,8 @@ TEST_F_TIMEOUT(thrash, refaulting_workingset, 300)
 	bound = round_bound(t);
 	for (i = 0; i < ROUNDS && pages <= ra_limit(bound * ROUNDS); i++) {
 		size_t base = t->rounds_off + i * t->slot;
-		size_t spot = round_spot(t, i, &seed), hit[HITS];
+		size_t spot = ra_slot_spot(base, t->slot, folio, &seed);
+		size_t hit[HITS];
 		long before, after;
 
 		for (h = 0; h < HITS; h++)
