@@ -43,15 +43,54 @@
 #define SUSPECT \
 	"random faults past MMAP_LOTSAMISS still read around (mmap_miss back at or under the limit, or no mmap_miss gate)"
 
-enum pattern { SINGLE, RUNS_OF_2, RUNS_OF_4, AFTER_CACHED, STRIDES, NR_PATTERNS };
+static const unsigned long stride_pages[] = { 1021, 1024, 2053, 4099 };
 
-static const char * const pattern_name[NR_PATTERNS] = {
-	"random single pages", "random runs of 2 pages",
-	"random runs of 4 pages", "accesses just after a cached folio",
-	"strides of 1021, 1024, 2053, 4099 pages",
+/* How a pattern is measured. */
+enum measurement {
+	IN_SLOTS,	/* one run per slot, slot by slot: measure_runs() */
+	STRIDE_WALKS,	/* one access per stride step: measure_strides() */
 };
 
-static const unsigned long strides[] = { 1021, 1024, 2053, 4099 };
+/*
+ * An access pattern, one test each. A run is @accesses accesses of @pages
+ * adjacent pages, each from a folio boundary: a healthy kernel reads the
+ * folios they touch (healthy_pages()).
+ */
+struct pattern {
+	const char *name;	/* what the figure lines call it */
+	unsigned int pages;	/* adjacent pages per access */
+	unsigned int accesses;	/* accesses per run, CACHED_EVERY folios apart */
+	bool after_cached;	/* each access on the folio after a cached one */
+	enum measurement measure;
+};
+
+static const struct pattern single_pages = {
+	.name = "random single pages",
+	.pages = 1, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+static const struct pattern runs_of_2 = {
+	.name = "random runs of 2 pages",
+	.pages = 2, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+/* A readahead restart after a cached page hits here. */
+static const struct pattern runs_of_4 = {
+	.name = "random runs of 4 pages",
+	.pages = 4, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+static const struct pattern after_cached = {
+	.name = "accesses just after a cached folio",
+	.pages = 1, .accesses = CACHED_RUN, .after_cached = true,
+	.measure = IN_SLOTS,
+};
+
+static const struct pattern strides = {
+	.name = "strides of 1021, 1024, 2053, 4099 pages",
+	.pages = 1, .accesses = 1, .after_cached = false,
+	.measure = STRIDE_WALKS,
+};
 
 /* What one test works on: its filesystem, file and current mapping. */
 struct reader {
@@ -170,9 +209,9 @@ static void warm_up(struct __test_metadata *_metadata,
 }
 
 /*
- * One run per measured slot, slots in shuffled order; each slot is
+ * One run of @p per measured slot, slots in shuffled order; each slot is
  * counted before and after its run, then dropped. Stops once more than
- * @limit pages came in.
+ * @bound pages per run came in.
  *
  *   slot (4 windows)                  slot
  *   |---------xxxx---------------|----------x x x x---------|
@@ -181,11 +220,13 @@ static void warm_up(struct __test_metadata *_metadata,
  *               the middle half             cached through @fd_precache
  */
 static void measure_runs(struct __test_metadata *_metadata,
-			 struct reader *r, enum pattern pat,
-			 long limit, struct figure *fig)
+			 struct reader *r, const struct pattern *p,
+			 unsigned long bound, struct figure *fig)
 {
 	size_t ps = r->fs.page_size, folio = ra_folio_size(&r->fs);
-	unsigned int order[RUNS], seed = 777, i, j;
+	size_t apart = CACHED_EVERY * folio;
+	unsigned int order[RUNS], seed = 777, i, j, k;
+	long limit = ra_limit(bound * RUNS);
 	char c;
 
 	ra_shuffle(order, RUNS, seed);
@@ -194,23 +235,17 @@ static void measure_runs(struct __test_metadata *_metadata,
 		size_t off = ra_slot_spot(base, r->slot, folio, &seed);
 		long before, after;
 
-		if (pat == AFTER_CACHED)
-			for (j = 0; j < CACHED_RUN; j++)
+		if (p->after_cached) {
+			for (j = 0; j < p->accesses; j++)
 				ASSERT_EQ(1, pread(r->fd_precache, &c, 1,
-						   off + j * CACHED_EVERY * folio));
+						   off + j * apart));
+			off += folio;
+		}
 		before = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, before);
-		if (pat == AFTER_CACHED) {
-			for (j = 0; j < CACHED_RUN; j++)
-				FORCE_READ(r->map[off + folio +
-						  j * CACHED_EVERY * folio]);
-		} else {
-			unsigned int run = pat == SINGLE ? 1 :
-					   pat == RUNS_OF_2 ? 2 : 4;
-
-			for (j = 0; j < run; j++)
-				FORCE_READ(r->map[off + j * ps]);
-		}
+		for (j = 0; j < p->accesses; j++)
+			for (k = 0; k < p->pages; k++)
+				FORCE_READ(r->map[off + j * apart + k * ps]);
 		fig->runs++;
 		after = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, after);
@@ -225,19 +260,21 @@ static void measure_runs(struct __test_metadata *_metadata,
  * the walk can still change: it is counted and dropped as the walk goes.
  */
 static void measure_strides(struct __test_metadata *_metadata,
-			    struct reader *r, long limit,
+			    struct reader *r, unsigned long bound,
 			    struct figure *fig)
 {
 	size_t ps = r->fs.page_size, counted, off, end;
 	size_t window = ra_pages(&r->fs) * ps;
+	long limit = ra_limit(bound * STRIDE_ACCESSES *
+			      ARRAY_SIZE(stride_pages));
 	unsigned int s, i = 0;
 	long n;
 
 	off = r->strides_off;
-	for (s = 0; s < ARRAY_SIZE(strides) && fig->pages <= limit; s++) {
+	for (s = 0; s < ARRAY_SIZE(stride_pages) && fig->pages <= limit; s++) {
 		counted = off;
 		for (i = 0; i < STRIDE_ACCESSES && fig->pages <= limit; i++) {
-			size_t at = off + window + i * strides[s] * ps;
+			size_t at = off + window + i * stride_pages[s] * ps;
 			size_t behind = (at - window) & ~(FOLIO_ALIGN - 1);
 
 			FORCE_READ(r->map[at]);
@@ -252,7 +289,7 @@ static void measure_strides(struct __test_metadata *_metadata,
 				      behind - counted);
 			counted = behind;
 		}
-		end = off + STRIDE_ACCESSES * strides[s] * ps + 2 * window;
+		end = off + STRIDE_ACCESSES * stride_pages[s] * ps + 2 * window;
 		end = (end + FOLIO_ALIGN - 1) & ~(FOLIO_ALIGN - 1);
 		n = ra_cached_pages(r->fd, r->map, counted, end - counted);
 		ASSERT_LE(0, n);
@@ -260,71 +297,54 @@ static void measure_strides(struct __test_metadata *_metadata,
 		ra_drop_range(r->fd, r->map, counted, end - counted);
 		off = end;
 	}
-	fig->stopped = s < ARRAY_SIZE(strides) || i < STRIDE_ACCESSES;
+	fig->stopped = s < ARRAY_SIZE(stride_pages) || i < STRIDE_ACCESSES;
 }
 
-/*
- * Pages a healthy kernel reads for one run of @pat: the folios the run
- * touches, in pages. Runs start on a folio boundary.
- */
-static unsigned long run_pages(enum pattern pat, unsigned long folio_pages)
+/* Pages a healthy kernel reads for one run of @p. */
+static unsigned long healthy_pages(const struct pattern *p,
+				   unsigned long folio_pages)
 {
-	switch (pat) {
-	case RUNS_OF_2:
-		return folio_pages > 2 ? folio_pages : 2;
-	case RUNS_OF_4:
-		return folio_pages > 4 ? folio_pages : 4;
-	case AFTER_CACHED:
-		return CACHED_RUN * folio_pages;
-	default:
-		return folio_pages;
-	}
+	unsigned long access = p->pages > folio_pages ? p->pages : folio_pages;
+
+	return access * p->accesses;
 }
 
 /* Windows of one test: cheap, and wide enough to judge every pattern. */
 static const unsigned long windows_kb[] = { WARM_KB, BIG_KB };
 
 /*
- * Measure @pat at @ra_kb on a fresh open of the file after a warm-up.
- * Return: false when the window cannot judge @pat (nothing measured).
+ * Measure @p at @ra_kb on a fresh open of the file after a warm-up.
+ * Return: false when the window cannot judge @p (nothing measured).
  */
 static bool one_window(struct __test_metadata *_metadata, struct reader *r,
-		       enum pattern pat, unsigned long ra_kb)
+		       const struct pattern *p, unsigned long ra_kb)
 {
 	unsigned long folio_pages = ra_folio_size(&r->fs) / r->fs.page_size;
-	unsigned long healthy = run_pages(pat, folio_pages), bound, planned;
+	unsigned long healthy = healthy_pages(p, folio_pages), bound;
 	unsigned long window = ra_kb * 1024 / r->fs.page_size;
 	struct figure fig = { 0 };
 	char what[96];
 
-	/*
-	 * A window of fewer than 16 healthy runs puts one read-around at
-	 * most 16x over healthy: the bound would lie less than 4x from
-	 * either side.
-	 */
 	if (window < JUDGE_RUNS * healthy) {
-		ksft_print_msg(FMT_NOT_JUDGED, pattern_name[pat], ra_kb, window, JUDGE_RUNS,
+		ksft_print_msg(FMT_NOT_JUDGED, p->name, ra_kb, window, JUDGE_RUNS,
 			       healthy);
 		return false;
 	}
 	warm_up(_metadata, r, ra_kb, &fig);
 	bound = ra_isqrt(healthy * ra_pages(&r->fs));
-	planned = pat == STRIDES ? STRIDE_ACCESSES * ARRAY_SIZE(strides) : RUNS;
 	/* A slot of 4 windows: a read-around never reaches the next slot. */
 	r->slot = SLOT_WINDOWS * ra_kb * 1024;
 	if (r->slot < FOLIO_ALIGN)
 		r->slot = FOLIO_ALIGN;
 
-	if (pat == STRIDES)
-		measure_strides(_metadata, r, ra_limit(bound * planned), &fig);
+	if (p->measure == STRIDE_WALKS)
+		measure_strides(_metadata, r, bound, &fig);
 	else
-		measure_runs(_metadata, r, pat, ra_limit(bound * planned),
-			     &fig);
+		measure_runs(_metadata, r, p, bound, &fig);
 	unmap_and_close(r);
 
 	/* The bound is per run: all runs done, or those before the stop. */
-	snprintf(what, sizeof(what), "%s, read_ahead_kb %lu",
-		 pattern_name[pat], ra_kb);
+	snprintf(what, sizeof(what), "%s, read_ahead_kb %lu", p->name, ra_kb);
 	RA_EXPECT_FIGURE(&r->fs, what, fig.pages, "pages",
 			 (long)(bound * fig.runs), SUSPECT,
 			 FMT_RUNS, fig.runs, fig.stopped ? " (stopped early)" : "",
@@ -333,9 +353,9 @@ static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 	return true;
 }
 
-/* Create the file, then measure @pat in each window that can judge it. */
+/* Create the file, then measure @p in each window that can judge it. */
 static void measure_pattern(struct __test_metadata *_metadata,
-			    struct reader *r, enum pattern pat)
+			    struct reader *r, const struct pattern *p)
 {
 	size_t ps = r->fs.page_size, strides_len = 0;
 	unsigned int s, k, judged = 0;
@@ -349,8 +369,8 @@ static void measure_pattern(struct __test_metadata *_metadata,
 	 *   | 2 MiB x  | of 4 windows at 8192 KiB each,  | one per       |
 	 *   | WARMUP   | one run in the middle of each   | stride        |
 	 */
-	for (s = 0; s < ARRAY_SIZE(strides); s++)
-		strides_len += STRIDE_ACCESSES * strides[s] * ps +
+	for (s = 0; s < ARRAY_SIZE(stride_pages); s++)
+		strides_len += STRIDE_ACCESSES * stride_pages[s] * ps +
 			       2 * BIG_KB * 1024 + FOLIO_ALIGN;
 	r->runs_off = WARMUP * FOLIO_ALIGN;
 	r->strides_off = r->runs_off + RUNS * SLOT_WINDOWS * BIG_KB * 1024;
@@ -361,40 +381,35 @@ static void measure_pattern(struct __test_metadata *_metadata,
 	close(fd);
 
 	for (k = 0; k < ARRAY_SIZE(windows_kb); k++)
-		judged += one_window(_metadata, r, pat, windows_kb[k]);
+		judged += one_window(_metadata, r, p, windows_kb[k]);
 	if (!judged)
 		SKIP(return, "not judged by design: no window holds %d runs of %lu pages",
-		     JUDGE_RUNS, run_pages(pat, ra_folio_size(&r->fs) / ps));
+		     JUDGE_RUNS, healthy_pages(p, ra_folio_size(&r->fs) / ps));
 }
 
-/* One page per run. */
 TEST_F_TIMEOUT(random_reader, single_pages, 300)
 {
-	measure_pattern(_metadata, &self->r, SINGLE);
+	measure_pattern(_metadata, &self->r, &single_pages);
 }
 
-/* Two adjacent pages per run. */
 TEST_F_TIMEOUT(random_reader, runs_of_2, 300)
 {
-	measure_pattern(_metadata, &self->r, RUNS_OF_2);
+	measure_pattern(_metadata, &self->r, &runs_of_2);
 }
 
-/* Four adjacent pages per run: a restart after a cached page hits here. */
 TEST_F_TIMEOUT(random_reader, runs_of_4, 300)
 {
-	measure_pattern(_metadata, &self->r, RUNS_OF_4);
+	measure_pattern(_metadata, &self->r, &runs_of_4);
 }
 
-/* Four accesses per run, each on the folio after a cached one. */
 TEST_F_TIMEOUT(random_reader, after_cached, 300)
 {
-	measure_pattern(_metadata, &self->r, AFTER_CACHED);
+	measure_pattern(_metadata, &self->r, &after_cached);
 }
 
-/* Ascending accesses 1021, 1024, 2053 and 4099 pages apart. */
 TEST_F_TIMEOUT(random_reader, strides, 300)
 {
-	measure_pattern(_metadata, &self->r, STRIDES);
+	measure_pattern(_metadata, &self->r, &strides);
 }
 
 TEST_HARNESS_MAIN
