@@ -136,10 +136,6 @@ static bool end_first_piece(const char *p, size_t ps, long *end_faults)
 
 TEST_F_TIMEOUT(async_marker, end_first_pieces, 180)
 {
-	/*
-	 * Broken: no piece's end read ahead, 10x the bound. Healthy: every
-	 * one of them.
-	 */
 	long bound = PIECES / 10, limit = ra_limit(bound), missed = 0;
 	long end_faults = 0;
 	size_t ps = self->fs.page_size;

@@ -10,8 +10,9 @@
  * per fault once the counter is past MMAP_LOTSAMISS, for good.
  * Measured: major faults of an in-order read through the exec mapping
  * after a random phase. Bound: sqrt(ra windows * folios) of the read, the
- * geometric mean of healthy (one fault per window) and broken (one per
- * folio): 11x (64 KiB folios) to 45x (4 KiB) from either.
+ * geometric mean of healthy (one fault per window, or 1 where read-around
+ * sets a marker) and broken (one per folio): 11x (64 KiB folios) to 45x
+ * (4 KiB) from either.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,12 +84,8 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, 180)
 	seq_off = RANDOM_FAULTS * spacing;
 	self->size = seq_off + SEQ_SIZE;
 	/*
-	 * Healthy: one synchronous read of ra_pages per window, 16 at
-	 * SEQ_KB (a kernel that reads around with a marker instead: 1).
-	 * A kernel where every page fault-around maps counts as a hit
-	 * keeps mmap_miss low, and passes even with VM_EXEC faults gated.
-	 * Broken: one major fault per folio, 32768, 8192 and 2048 at 4,
-	 * 16 and 64 KiB folios, against bounds of 724, 362 and 181.
+	 * 16 windows of SEQ_KB: bounds of 724, 362 and 181 for 32768, 8192
+	 * and 2048 folios of 4, 16 and 64 KiB.
 	 */
 	bound = ra_isqrt(SEQ_SIZE / (SEQ_KB * 1024) * (SEQ_SIZE / folio));
 
@@ -110,9 +107,8 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, 180)
 	ra_assert_random_phase(_metadata, self->map, RANDOM_FAULTS, spacing);
 
 	/*
-	 * Widen the window for the in-order part: 16 windows, far from one
-	 * fault per folio on every folio size. POSIX_FADV_NORMAL copies the
-	 * disk's new ra_pages into the struct file; mmap_miss stays.
+	 * Widen the window for the in-order part. POSIX_FADV_NORMAL copies
+	 * the disk's new ra_pages into the struct file; mmap_miss stays.
 	 */
 	ASSERT_EQ(0, ra_set_read_ahead_kb(&self->fs, SEQ_KB))
 		TH_LOG("%s", self->fs.why);

@@ -8,11 +8,11 @@
  * quarter of the window it lands on the faulting folio itself, which no
  * later fault reaches, and async readahead never starts.
  * Measured: major faults of an in-order read of 64 MiB, one filesystem
- * and ra window (in min folios) per variant. Bound: a tenth of a fault per ra window,
- * at most MMAP_LOTSAMISS / 10 = 10. Broken: one fault per min-size folio,
- * 1 to 3 per window, 100x over (10x with a readahead restart past
- * MMAP_LOTSAMISS). Healthy: one read-around, then async readahead keeps a
- * window ahead: 1, 10x under.
+ * and ra window (in min folios) per variant. Bound: a tenth of a fault per
+ * ra window, at most MMAP_LOTSAMISS / 10 = 10. Broken: one fault per
+ * min-size folio, 1 to 3 per window, 100x over; a kernel that restarts
+ * readahead past MMAP_LOTSAMISS still takes 101, 10x over. Healthy: one
+ * read-around, then async readahead keeps a window ahead: 1, 10x under.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -44,13 +44,12 @@ FIXTURE(read_around) {
 /*
  * A filesystem and the ra window the file is opened with, in min folios
  * (the filesystem block, at least a page): 3, the last size where the
- * marker is lost (read-around asks for it a quarter window past the
- * fault, inside the faulting folio), 4, the first where it is not, and
- * 0 for the device default read_ahead_kb 128, whatever that is in
- * folios: 32 pages on 4 KiB pages, 8 on 16 KiB, 2 on 64 KiB. With
- * order-0 folios (a block not above the page size) a window of 3 gives
- * async_size 0 and no marker at all, and so does the default on 64 KiB
- * pages: one major fault per folio or two.
+ * marker is lost, 4, the first where it is not, and 0 for the device
+ * default read_ahead_kb 128, whatever that is in folios: 32 pages on
+ * 4 KiB pages, 8 on 16 KiB, 2 on 64 KiB. With order-0 folios (a block
+ * not above the page size) a window of 3 gives async_size 0 and no
+ * marker at all, and so does the default on 64 KiB pages: one major
+ * fault per folio or two.
  */
 FIXTURE_VARIANT(read_around) {
 	const struct ra_fs_kind *fs;
@@ -92,20 +91,7 @@ FIXTURE_SETUP(read_around)
 	 *    untouched  in-order region, cold, one touch per page
 	 */
 	self->size = REGION_OFF + REGION_SIZE;
-	/*
-	 * A tenth of a fault per ra window, and no more than
-	 * MMAP_LOTSAMISS / 10: past MMAP_LOTSAMISS misses read-around
-	 * stops, and a kernel that restarts readahead there (the
-	 * sticky-miss restart) hides the defect after 101 faults, which
-	 * must still fail. The region holds 256 to 5461 windows, so the
-	 * bound is 10 for every variant. Broken: one major fault per
-	 * min-size folio, 1 to 3 per window (ra_pages / F is below 4 where
-	 * the marker is lost), and the region holds 1024 to 16384 of them:
-	 * 100x over; 101 with a readahead restart past the limit, 10x
-	 * over. Healthy: 1. Where the fault retried after each async
-	 * readahead counts as major (no per-VMA locks), that is one per
-	 * window and the test fails, as vma_boundary does.
-	 */
+	/* 256 to 5461 windows in the region: the bound is 10 everywhere. */
 	ra_kb = DEFAULT_RA_KB;
 	if (variant->folios)
 		ra_kb = variant->folios * ra_folio_size(&self->fs) / 1024;

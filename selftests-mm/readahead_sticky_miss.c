@@ -79,13 +79,6 @@ FIXTURE_SETUP(sticky_miss)
 		self->spacing = 2 * ra_folio_size(&self->fs);
 	self->seq_off = RANDOM_FAULTS * self->spacing;
 	self->size = self->seq_off + SEQ_SIZE;
-	/*
-	 * Broken: one fault per folio. Healthy: far fewer than one per
-	 * ra window, and at read_ahead_kb 512 a window holds at least 8
-	 * folios (64 KiB folios), so even one fault per window is 1/8 of a
-	 * fault per folio: the bound lies 12x under broken and 10x above
-	 * healthy.
-	 */
 	self->bound = SEQ_SIZE / ra_folio_size(&self->fs) / 12;
 
 	/*

@@ -2,25 +2,17 @@
 /*
  * Thrashing readers: once mmap_miss has passed MMAP_LOTSAMISS, two kinds
  * of page cache hit must not take it back under the limit, or read-around
- * comes back for a file whose reads only add to memory pressure. In
- * concurrent_faults, faults that find their folio locked, waiting for
- * another thread's read of it, count no hit (do_async_mmap_readahead());
- * in refaulting_workingset, neither do fault-around hits on folios that
- * refaulted with PG_workingset (filemap_map_pages()).
- * Each round faults one cold folio at a random spot, far from the
- * others, plus the hits of the case. Healthy: the counter only grows and
- * each round reads that one folio. Broken: the hits outnumber the misses,
- * the counter falls under the limit within a few rounds and every later
- * round reads a read-around window of ra_pages. Bound per round:
- * sqrt(folio pages * ra_pages), the geometric mean of both: at
- * read_ahead_kb 16384 ra_pages is at least 256 folios on every page size
- * and filesystem, so that both figures lie 16x or more from the bound.
- * Kernels before 7.2 count a fault's own retry as a hit, so that random
- * faults never pass the limit: they fail both, as they fail
- * random_reader. Both tests need a cgroup v2 controller (io, memory) and
- * skip, naming it, without; refaulting_workingset also skips where the
- * fault-around window is one page (64 KiB pages), as its guard lives in
- * fault-around.
+ * comes back for a file whose reads only add to memory pressure: faults
+ * that wait on a folio locked for another thread's read (concurrent_faults,
+ * do_async_mmap_readahead()), and fault-around hits on folios that
+ * refaulted with PG_workingset (refaulting_workingset, filemap_map_pages()).
+ * Measured: pages brought into the page cache per round, each round one
+ * cold folio faulted at a random spot far from the others, plus the hits.
+ * Healthy: the counter only grows, each round reads its folio. Broken: the
+ * hits outnumber the misses, the counter falls under the limit and every
+ * later round reads ra_pages. Bound per round: sqrt(folio pages *
+ * ra_pages), their geometric mean; at read_ahead_kb 16384 ra_pages is at
+ * least 256 folios, so both lie 16x or more from it.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -152,10 +144,7 @@ static void warm_up(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, ra_uncache(t->map, t->rounds_off));
 }
 
-/*
- * Judge the rounds: pages brought into the page cache per round, against
- * sqrt(folio pages * ra_pages).
- */
+/* The bound per round, in pages (see the top of the file). */
 static long round_bound(struct thrash *t)
 {
 	size_t ps = t->fs.page_size;
