@@ -46,7 +46,7 @@ awk -F '\t' -v col="$col" -v seen="$tap.verdicts" '
 	{ n++; v = ($1 in got) ? got[$1] : "missing"
 	  if (v != $c) { printf "  %-48s expected %-4s got %s\n", $1, $c, v; bad++ } }
 	END { if (c) for (t in got) if (!(t in row)) {
-			printf "  %-48s no row in the table (README: Adding a test)\n", t; bad++ }
+			printf "  %-48s no row in the table (docs/adding-a-test.md)\n", t; bad++ }
 	      printf "verdicts vs %s: %d checked, %d differ\n", col, n, bad + 0
 	      exit bad ? 1 : 0 }' "$table"
 rc=$?
