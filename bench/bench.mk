@@ -9,7 +9,7 @@
 # --parse-only.
 
 BENCH_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
-KERNELS ?= host 6.18 7.3 v7.3 v7.3+restart_v2
+KERNELS ?= host 6.18 v7.3 v7.3+restart_v2 v7.3+fixes
 
 bench:
 	$(BENCH_DIR)/bench.sh --kernels '$(KERNELS)' \

@@ -7,8 +7,8 @@
 #   bench/bench.sh [--kernels "host 6.18 7.3 ..."] [--only REGEX]
 #                  [--logs DIR] [--results FILE] [--chart FILE]
 #
-# Each word of --kernels (default "host 6.18 7.3 v7.3 v7.3+restart_v2",
-# the kernels of the committed RESULTS.md) is one of:
+# Each word of --kernels (default "host 6.18 v7.3 v7.3+restart_v2
+# v7.3+fixes", the kernels of the committed RESULTS.md) is one of:
 #   host            the running kernel, natively
 #   <series>        Debian's newest cloud kernel of that series (6.12,
 #                   6.18, 7.3, ...), fetched with vm/debian-kernel.sh,
@@ -40,7 +40,7 @@ set -euo pipefail
 prog=${0##*/}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(dirname "$here")
-kernels="host 6.18 7.3 v7.3 v7.3+restart_v2"
+kernels="host 6.18 v7.3 v7.3+restart_v2 v7.3+fixes"
 only=
 logs=/var/cache/readahead-selftests/bench/logs
 results=$here/RESULTS.md
