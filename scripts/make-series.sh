@@ -20,7 +20,9 @@
 # RA_SOURCE overrides the linux-source tarball (default: vm/debian-apt.sh
 # source 7.3). Changelog texts: scripts/series-text.py. Ends with one
 # result line. Exit status: 0 when every check passes, 1 when one fails,
-# 2 on usage errors, 3 when the download, extraction or the tree's own
+# 2 on usage errors or without a submitter identity (From: and
+# Signed-off-by: are GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL, else git's
+# user.name/user.email), 3 when the download, extraction or the tree's own
 # build fails.
 set -euo pipefail
 
@@ -49,6 +51,15 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+# The submitter: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL, else git's
+# user.name and user.email; From: and Signed-off-by: carry it.
+name=${GIT_AUTHOR_NAME:-$(git -C "$top" config user.name || true)}
+email=${GIT_AUTHOR_EMAIL:-$(git -C "$top" config user.email || true)}
+if [ -z "$name" ] || [ -z "$email" ]; then
+	echo "$prog: no submitter identity: set git's user.name and user.email (or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL)" >&2
+	exit 2
+fi
+
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
 	work=$(cd "$keep" && pwd)
@@ -62,11 +73,9 @@ rm -f "$out"/*.patch
 src=${RA_SOURCE:-$("$top/vm/debian-apt.sh" source "$series")} ||
 	infra "linux-source-$series: download failed"
 
-# The author of the series: the project's own git identity.
-name=$(git -C "$top" config user.name) || name="Readahead Selftests"
-email=$(git -C "$top" config user.email) || email="selftests@localhost"
 export GIT_AUTHOR_NAME=$name GIT_AUTHOR_EMAIL=$email
-export GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email
+export GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-$name}
+export GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL:-$email}
 # Fixed dates: the same sources give the same patches.
 export GIT_AUTHOR_DATE="2026-01-01 00:00:00 +0000"
 export GIT_COMMITTER_DATE=$GIT_AUTHOR_DATE

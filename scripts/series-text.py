@@ -258,7 +258,7 @@ walks everything to show a broken kernel's whole figure.
 
 Creating the filesystem needs CAP_SYS_ADMIN, checked with libcap as
 mlock-random-test does; without it every test skips. The config gains
-the loop device, ext4, XFS, tmpfs and READ_ONLY_THP_FOR_FS.'''
+the loop device, ext4, XFS, tmpfs and TRANSPARENT_HUGEPAGE.'''
     return 'selftests/mm: add helpers and a readahead category for mmap ' \
         'readahead tests', body
 
