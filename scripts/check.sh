@@ -4,25 +4,38 @@
 # The project's own tests. Needs root. Ends with "N passed, N failed".
 #
 #   scripts/check.sh           (make check) what a contributor runs after
-#                              an edit, about a minute: the build (gcc and
-#                              clang, -Werror; gcc for arm64 and ppc64le,
-#                              static), checkpatch, the fio job
-#                              files, the suite on the running kernel
-#                              against its column of verdicts/expected.tsv,
-#                              leftovers after normal and killed runs,
-#                              non-root runs and bad input
-#   scripts/check.sh --full    (make check-full, what .ci/run runs) adds
-#                              the in-tree install and run, the patch
-#                              series, the validation kernel's patches and
-#                              config, the suite on Debian's 6.12, 6.18 and
-#                              7.3 kernels in QEMU (7.3 also in a 512 MiB
-#                              guest), on its arm64 7.3 with 16 KiB pages
-#                              and ppc64el 7.2 with 64 KiB pages, the kill
-#                              matrix in QEMU (x86 and arm64 with 64 KiB
-#                              pages) and scripts/fresh-check.sh
+#                              an edit, about a minute with warm caches:
+#                              make clean (let no QEMU run use build/
+#                              meanwhile), the build (gcc and clang,
+#                              -Werror; gcc for arm64 and ppc64le, static),
+#                              checkpatch --strict, the fio job files of
+#                              make bench (fio --parse-only), the suite on
+#                              the running kernel against the column its
+#                              series names in verdicts/expected.tsv (see
+#                              scripts/check-verdicts.sh), no loop device
+#                              or mount left after that run nor after a
+#                              test killed at 0.3, 1 and 2 s, every test
+#                              skipping as a normal user, and bad input (an
+#                              unknown option; READAHEAD_TEST_DIR missing
+#                              or on tmpfs)
+#   scripts/check.sh --full    (make check-full, what .ci/run runs) adds:
+#                              the in-tree install and run
+#                              (scripts/intree-test.sh) and the patch
+#                              series (scripts/make-series.sh); the
+#                              validation kernel's patches (they apply to
+#                              linux-source-7.3) and configs (x86 and
+#                              arm64-64k have every needed option); the
+#                              suite in QEMU on Debian's 6.12, 6.18 and 7.3
+#                              kernels, its arm64 7.3 with 16 KiB pages and
+#                              ppc64el 7.2 with 64 KiB pages, each against
+#                              its debian-* column, and on 7.3 in a 512 MiB
+#                              guest (against debian-7.3); the kill matrix
+#                              in QEMU (validation/matrix.sh, x86 and arm64
+#                              with 64 KiB pages); scripts/fresh-check.sh
 #
-# In --full, RA_CHECK_INTREE=0, RA_CHECK_DEBIAN=0, RA_CHECK_MATRIX=0 and
-# RA_CHECK_FRESH=0 leave those parts out.
+# In --full, RA_CHECK_INTREE=0 leaves out the in-tree run and the series,
+# RA_CHECK_DEBIAN=0 the Debian kernels and the 512 MiB guest,
+# RA_CHECK_MATRIX=0 the kill matrix and RA_CHECK_FRESH=0 fresh-check.
 set -u
 
 full=0

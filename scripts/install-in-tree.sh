@@ -17,7 +17,8 @@
 #     selftests do) beside the other helper rules, and "LDLIBS += -lcap"
 #     beside mlock-random-test's;
 #   - run_vmtests.sh: a "readahead" category (help text and one run_test
-#     line per test, before the summary);
+#     line per test, both from run_vmtests-snippet.sh, before the summary;
+#     a test without its line there is refused);
 #   - when mm's Makefile lists ksft_<category>.sh wrappers in TEST_PROGS
 #     (7.x: what "make run_tests" and KernelCI run), ksft_readahead.sh is
 #     created and added there at its sorted place;
