@@ -67,8 +67,7 @@ leftovers() {
 # Wait up to 10 s for the leftovers to drop back to what they were: a
 # killed test's mount namespace is released asynchronously.
 no_leftovers() {
-	local i
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		[ "$(leftovers)" = "$1" ] && return 0
 		sleep 0.2
 	done
@@ -173,8 +172,8 @@ else
 	fail "unknown option"
 fi
 for dir in "$work/missing" /dev/shm; do
-	READAHEAD_TEST_DIR=$dir build/readahead_vma_boundary > "$work/dir.tap" 2>&1
-	if [ $? -eq 0 ] && ! grep -q '^not ok' "$work/dir.tap" &&
+	if READAHEAD_TEST_DIR=$dir build/readahead_vma_boundary > "$work/dir.tap" 2>&1 &&
+	   ! grep -q '^not ok' "$work/dir.tap" &&
 	   ! grep '^ok ' "$work/dir.tap" | grep -vq '# SKIP'; then
 		pass "READAHEAD_TEST_DIR=$dir skips: $(grep -m1 -o 'SKIP .*' "$work/dir.tap")"
 	else
