@@ -71,8 +71,15 @@ LINUX_SOURCE ?=
 SRC_CACHE := $(CACHE)/linux-source-$(KSFT_SERIES)
 
 TESTS := $(sort $(basename $(notdir $(wildcard $(TOP)/selftests-mm/*.c))))
-LIB := $(TOP)/lib/ra_util.c
-HDRS := $(TOP)/lib/ra_util.h
+# What every test links, and what only the tests in a cgroup of their own
+# link (those that include ra_cgroup.h), with the cgroup selftests'
+# library.
+LIB := $(addprefix $(TOP)/lib/,ra_fs.c ra_file.c ra_cache.c)
+HDRS := $(addprefix $(TOP)/lib/,ra_fs.h ra_cache.h)
+CG_LIB := $(TOP)/lib/ra_cgroup.c
+CG_HDRS := $(TOP)/lib/ra_cgroup.h
+CG_TESTS := $(sort $(basename $(notdir $(shell grep -l '^\#include "ra_cgroup.h"' \
+	$(TOP)/selftests-mm/*.c))))
 
 # The tree this checkout sits in, if any.
 TREE_KSFT := $(shell d=$(TOP); while [ "$$d" != / ]; do d=$$(dirname $$d); \
@@ -115,7 +122,7 @@ CFLAGS ?= -O2 -g
 # harness as "kselftest_harness.h", installed uapi headers.
 KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm \
 	$(if $(KHDR_ARCH),-isystem $(KHDR_ARCH)) -isystem $(KHDR)
-CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(CG_INC) -I $(TOP)/lib
+CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(TOP)/lib
 LDLIBS += -lcap -lpthread
 ifneq ($(CAP_ROOT),)
 CFLAGS += -isystem $(CAP_ROOT)/usr/include
@@ -127,6 +134,7 @@ endif
 VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS)
 
 BINS := $(addprefix $(OUTPUT)/,$(TESTS))
+CG_BINS := $(addprefix $(OUTPUT)/,$(CG_TESTS))
 RUNNER := $(OUTPUT)/run-suite.sh $(OUTPUT)/settings \
 	  $(addprefix $(OUTPUT)/kselftest/,runner.sh prefix.pl ktap_helpers.sh)
 
@@ -140,10 +148,14 @@ $(OUTPUT)/cgroup_util.o: $(CG_UTIL) $(CG_INC)/cgroup_util.h
 	@mkdir -p $(OUTPUT)
 	$(CC) $(VM_UTIL_CFLAGS) -I $(CG_INC) -c -o $@ $<
 
+# One rule for every test: its source, the lib and vm_util.o; the tests of
+# CG_TESTS add ra_cgroup.c and cgroup_util.o (and the cgroup headers).
 $(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
-	     $(OUTPUT)/cgroup_util.o $(KSFT_DIR)/kselftest_harness.h $(CAP_STAMP)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(OUTPUT)/vm_util.o \
-		$(OUTPUT)/cgroup_util.o $(LDLIBS)
+	     $(KSFT_DIR)/kselftest_harness.h $(CAP_STAMP)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+
+$(CG_BINS): $(CG_LIB) $(CG_HDRS) $(OUTPUT)/cgroup_util.o
+$(CG_BINS): CFLAGS += -I $(CG_INC)
 
 # libcap-dev of the target architecture, extracted (once) beside the cache.
 $(CAP_STAMP):

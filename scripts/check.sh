@@ -54,7 +54,7 @@ failed=0
 pass() { echo "PASS: $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
 
-# Loop devices backed by a test's image (lib/ra_util.c: "image" on a
+# Loop devices backed by a test's image (lib/ra_fs.c: "image" on a
 # private tmpfs over /tmp, unlinked once attached) and their mounts: what
 # the suite can leave behind. Other jobs' loop devices do not count.
 leftovers() {

@@ -10,12 +10,14 @@
 # without .c); RA_TESTS="" installs the helpers and the category alone.
 #
 # What changes in the tree's mm directory:
-#   - the tests and lib/ra_util.[ch] are copied in;
+#   - the tests and lib/*.[ch] are copied in;
 #   - Makefile: each test added to TEST_GEN_FILES at its sorted place; for
-#     each, a link rule for ra_util.c and the cgroup selftests' library
-#     (../cgroup/lib/libcgroup.mk, included after lib.mk as other
-#     selftests do) beside the other helper rules, and "LDLIBS += -lcap"
-#     beside mlock-random-test's;
+#     each, a link rule for the lib's ra_fs.c, ra_file.c and ra_cache.c
+#     beside the other helper rules, and "LDLIBS += -lcap" beside
+#     mlock-random-test's; a test that includes ra_cgroup.h (thrash)
+#     links ra_cgroup.c and the cgroup selftests' library as well
+#     ($(LIBCGROUP_O) of ../cgroup/lib/libcgroup.mk, included after lib.mk
+#     as other selftests do, once such a test is installed);
 #   - run_vmtests.sh: a "readahead" category (help text and one run_test
 #     line per test, both from run_vmtests-snippet.sh, before the summary;
 #     a test without its line there is refused);
@@ -52,7 +54,10 @@ for t in $tests; do
 	fi
 	cp "$top/selftests-mm/$t.c" "$mm/"
 done
-cp "$top"/lib/ra_util.c "$top"/lib/ra_util.h "$mm/"
+cp "$top"/lib/*.[ch] "$mm/"
+# What every test links; a test in a cgroup adds the cgroup part.
+lib_c="ra_fs.c ra_file.c ra_cache.c"
+cgroup_c="ra_cgroup.c \$(LIBCGROUP_O)"
 
 # Replace a file's content with stdin, keeping its mode.
 update() {
@@ -97,12 +102,17 @@ add_after_last() {
 		END { if (!done) exit 1 }' "$file" | update "$file"
 }
 
-add_after_last '^include \.\./lib\.mk$' \
-	'include ../cgroup/lib/libcgroup.mk' "$mm/Makefile"
 for t in $tests; do
 	add_sorted TEST_GEN_FILES "$t" "$mm/Makefile"
-	add_after_last '^\$\(OUTPUT\)/[a-z_-]+: [a-z_-]+\.c( \$\(LIBCGROUP_O\))?$' \
-		"\$(OUTPUT)/$t: ra_util.c \$(LIBCGROUP_O)" "$mm/Makefile"
+	if grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c"; then
+		add_after_last '^include \.\./lib\.mk$' \
+			'include ../cgroup/lib/libcgroup.mk' "$mm/Makefile"
+		link="$lib_c $cgroup_c"
+	else
+		link=$lib_c
+	fi
+	add_after_last '^\$\(OUTPUT\)/[a-z_-]+:( [a-z_-]+\.c)+( \$\(LIBCGROUP_O\))?$' \
+		"\$(OUTPUT)/$t: $link" "$mm/Makefile"
 	add_after_last '^\$\(OUTPUT\)/.*: LDLIBS \+= -lcap$' \
 		"\$(OUTPUT)/$t: LDLIBS += -lcap" "$mm/Makefile"
 done

@@ -91,7 +91,7 @@ if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
 	infra "kselftest install of mm failed (see $work/build.log)"
 fi
 bad=0
-if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_util)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/build.log"; then
+if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/build.log"; then
 	echo "FAIL: warnings in our files (above)"
 	bad=1
 fi

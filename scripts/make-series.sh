@@ -185,7 +185,7 @@ if [ "$build" = 1 ] && [ "$bad" = 0 ]; then
 		grep -E 'error|Error' "$work/w1.log" | head -5 >&2
 		infra "building the mm selftests failed (see $work/w1.log)"
 	fi
-	if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_util)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/w1.log"; then
+	if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/w1.log"; then
 		echo "FAIL: W=1 warnings in our files (above)"
 		bad=1
 	fi

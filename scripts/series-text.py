@@ -244,17 +244,20 @@ category to run_vmtests.sh, run in CI through a ksft_readahead.sh
 wrapper listed in TEST_PROGS. The tests themselves follow, one per
 patch, so that each can go with the fix it checks.
 
-ra_util.[ch] holds only what vm_util does not: each test gets a
-filesystem of its own (a sparse image on a private tmpfs, attached to a
-loop device with LO_FLAGS_AUTOCLEAR and mounted in a private mount
-namespace, so that nothing is left behind even when the test is
-killed), sets the device's read_ahead_kb and puts it back, creates a
-sparse file and drops it from the page cache with POSIX_FADV_DONTNEED,
-checking with mincore() that nothing stayed resident. Page walks count
-major faults (ru_majflt) and stop once a bound is exceeded, so that a
-broken kernel takes no longer than a healthy one. READAHEAD_TEST_DIR
-runs the tests on an existing directory instead, READAHEAD_FULL_RUN=1
-walks everything to show a broken kernel's whole figure.
+The helpers hold only what vm_util does not. With ra_fs.[ch] and
+ra_file.c each test gets a filesystem of its own (a sparse image on a
+private tmpfs, attached to a loop device with LO_FLAGS_AUTOCLEAR and
+mounted in a private mount namespace, so that nothing is left behind
+even when the test is killed), sets the device's read_ahead_kb and puts
+it back, creates a sparse file and drops it from the page cache with
+POSIX_FADV_DONTNEED, checking with mincore() that nothing stayed
+resident. With ra_cache.[ch] page walks count major faults (ru_majflt)
+and stop once a bound is exceeded, so that a broken kernel takes no
+longer than a healthy one. READAHEAD_TEST_DIR runs the tests on an
+existing directory instead, READAHEAD_FULL_RUN=1 walks everything to
+show a broken kernel's whole figure. ra_cgroup.[ch] puts a test in a
+cgroup v2 of its own; only the tests that include ra_cgroup.h link it,
+with the cgroup selftests' library.
 
 Creating the filesystem needs CAP_SYS_ADMIN, checked with libcap as
 mlock-random-test does; without it every test skips. The config gains

@@ -200,7 +200,7 @@ loop_mounts() {
 }
 
 # What the suite left behind since the snapshot in $work/before.*: loop
-# devices backed by its image (lib/ra_util.c: "image" on a private tmpfs
+# devices backed by its image (lib/ra_fs.c: "image" on a private tmpfs
 # over /tmp, unlinked once attached), and mounts of them.
 leftovers() {
 	local image='^/dev/loop[0-9]+ /tmp/image( [(]deleted[)])?$'

@@ -5,7 +5,7 @@
 #
 #   awk -f scripts/tap-figures.awk TAPFILE
 #
-# Figures are the lines lib/ra_util.c's ra_figure() prints:
+# Figures are the lines lib/ra_cache.c's ra_figure() prints:
 #   "figure <what>: <measured> <unit>, bound <bound>, ra_pages ..."
 # A test that prints several (one per window) is shown by the one
 # nearest to or furthest past its bound. Used by vm/history.sh and

@@ -21,7 +21,8 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 /*
  * One window per piece: a healthy async readahead stays a piece ahead.

@@ -21,7 +21,8 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 #define SEQ_SIZE	(128UL << 20)
 #define RA_KB		8192UL

@@ -22,7 +22,8 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
 #define SEQ_SIZE	(128UL << 20)

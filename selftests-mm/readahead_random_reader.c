@@ -24,7 +24,8 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 #define WARMUP		(RA_MMAP_LOTSAMISS + 10)
 #define RUNS		200

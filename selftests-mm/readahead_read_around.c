@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 /*
  * Far more than half of any window tested: the read-around is not

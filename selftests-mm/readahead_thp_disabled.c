@@ -22,7 +22,8 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 #define NR_PMD		8
 /* Largest folio forced THP readahead builds (do_sync_mmap_readahead()). */

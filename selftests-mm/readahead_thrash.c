@@ -29,7 +29,9 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
+#include "ra_cgroup.h"
 
 #define WARMUP		(RA_MMAP_LOTSAMISS + 10)
 #define WARM_KB		128UL

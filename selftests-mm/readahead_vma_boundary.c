@@ -19,7 +19,8 @@
 
 #include "kselftest_harness.h"
 #include "vm_util.h"
-#include "ra_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
 
 #define RA_KB		512UL
 #define FRAMES		48

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Page cache probes of the mmap readahead selftests (ra_cache.c):
+ * residency and major fault counts, page walks that stop once a bound is
+ * exceeded, dropping ranges, the figure line and its check, and the
+ * fixed pseudo-random patterns.
+ */
+#ifndef __RA_CACHE_H__
+#define __RA_CACHE_H__
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <limits.h>
+
+#include "ra_fs.h"
+
+/* Above this many mmap misses, read-around is skipped (mm/filemap.c). */
+#define RA_MMAP_LOTSAMISS	100
+
+/* Most faults ra_random_phase() takes. */
+#define RA_RANDOM_MAX		(4 * RA_MMAP_LOTSAMISS)
+
+/* Set to 1 to walk whole regions even after a bound is exceeded. */
+#define RA_ENV_FULL		"READAHEAD_FULL_RUN"
+
+/**
+ * struct ra_walk - result of a page walk
+ * @majflt: major faults taken by the walk
+ * @touched: pages touched before the walk ended
+ * @stopped: true when the walk ended early because @majflt passed the limit
+ */
+struct ra_walk {
+	long majflt;
+	size_t touched;
+	bool stopped;
+};
+
+int ra_drop_cache(int fd, size_t size);
+long ra_resident_pages(const void *addr, size_t len);
+long ra_majflt(void);
+long ra_limit(long bound);
+void ra_walk_pages(const char *addr, size_t npages, bool backwards,
+		   long limit, struct ra_walk *walk);
+int ra_uncache(const void *addr, size_t len);
+size_t ra_walk_bytes(unsigned long ra_kb);
+void ra_figure(const struct ra_fs *fs, const char *what, long measured,
+	       const char *unit, long bound, const char *fmt, ...)
+	__printf(6, 7);
+unsigned int ra_rand(unsigned int *seed);
+void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
+size_t ra_slot_spot(size_t base, size_t len, size_t folio,
+		    unsigned int *seed);
+long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
+char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
+unsigned long ra_isqrt(unsigned long n);
+long ra_cachestat(int fd, size_t off, size_t len);
+long ra_cached_pages(int fd, const char *map, size_t off, size_t len);
+void ra_drop_range(int fd, char *map, size_t off, size_t len);
+
+#ifdef __KSELFTEST_HARNESS_H
+/**
+ * RA_EXPECT_FIGURE() - print a figure and check it against its bound
+ * @fs: filesystem the figure was measured on
+ * @what: what was measured
+ * @measured: the figure, in @unit
+ * @unit: unit of @measured and @bound
+ * @bound: the test's bound: the test fails when @measured is above it
+ * @suspect: the mechanism a figure above @bound points to
+ * @fmt: printf format of the figure's note, with its arguments
+ *
+ * Prints the figure line of ra_figure(); above the bound, marks the test
+ * failed and adds a line "suspected: <@suspect>".
+ */
+#define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
+	do {								\
+		long figure = (measured), limit = (bound);		\
+									\
+		ra_figure(fs, what, figure, unit, limit, fmt, ##__VA_ARGS__); \
+		EXPECT_LE(figure, limit) TH_LOG("suspected: %s", suspect); \
+	} while (0)
+
+/**
+ * ra_assert_random_phase() - ra_random_phase(), asserted to be misses
+ * @_metadata: the running test
+ * @map: mapping of the file
+ * @nr: number of faults, above MMAP_LOTSAMISS
+ * @spacing: bytes between two faulted pages
+ *
+ * Fails the test unless at least two thirds of the faults were major:
+ * without real page cache misses mmap_miss never passes the limit and
+ * the test proves nothing.
+ */
+static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
+					  const char *map, unsigned int nr,
+					  size_t spacing)
+{
+	long majflt = ra_random_phase(map, nr, spacing);
+
+	ASSERT_GE(majflt, 2 * (long)nr / 3)
+		TH_LOG("random faults were not page cache misses: the test proves nothing");
+}
+#endif
+
+#endif /* __RA_CACHE_H__ */

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The test file of an mmap readahead selftest: a sparse file on the
+ * test's filesystem (ra_fs.c), created, emptied from the page cache and
+ * opened cold, mapped, and removed with the rest on teardown.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "kselftest.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
+
+#define RA_FMT_FILE \
+	"%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
+
+/**
+ * ra_file_create() - create a sparse test file
+ * @fs: filesystem to create it on
+ * @name: file name prefix inside @fs->dir; six random characters follow
+ * @size: file size in bytes
+ * @path: buffer receiving the file's path
+ * @path_len: size of @path in bytes
+ *
+ * The file is a hole from start to end: readahead, folio allocation and
+ * fault accounting treat it exactly like written data, and no test
+ * depends on disk speed or disk space. In a directory of the user's
+ * (READAHEAD_TEST_DIR) it is removed when the caller dies, however it
+ * dies.
+ *
+ * Return: 0 on success, -1 on error (errno set).
+ */
+int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
+		   char *path, size_t path_len)
+{
+	int fd, ret;
+
+	snprintf(path, path_len, "%s/%s.XXXXXX", fs->dir, name);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	snprintf(fs->file, sizeof(fs->file), "%s", path);
+	/* In a directory of the user's, a killed test leaves no file. */
+	if (!fs->own)
+		ra_on_exit_of_caller(path, -1);
+	ret = ftruncate(fd, size);
+	close(fd);
+	return ret;
+}
+
+/**
+ * ra_open_cold() - open a test file with an empty page cache
+ * @path: file to open read-only
+ *
+ * A fresh open() gives a fresh file->f_ra: mmap_miss is 0 and ra_pages is
+ * the disk's current read_ahead_kb in pages.
+ *
+ * Return: the file descriptor, or -1 on error (errno set).
+ */
+int ra_open_cold(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || ra_drop_cache(fd, st.st_size)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/**
+ * ra_file_prepare() - create the test file and open it cold
+ * @fs: filesystem to create it on
+ * @size: file size in bytes
+ * @ra_kb: read_ahead_kb to set before opening, in KiB
+ * @fd: receives the open file descriptor
+ *
+ * Prints the filesystem, read_ahead_kb, ra_pages and folio size the test
+ * runs with.
+ *
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set.
+ */
+int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
+		    int *fd)
+{
+	char path[2 * RA_PATH_LEN];
+	int ret;
+
+	/* A failing fixture setup gets no teardown: undo here. */
+	ret = ra_set_read_ahead_kb(fs, ra_kb);
+	if (ret) {
+		ra_restore_read_ahead_kb(fs);
+		return ret;
+	}
+	if (ra_file_create(fs, "ra-test", size, path, sizeof(path))) {
+		ret = ra_fs_fail(fs, "creating test file");
+		ra_restore_read_ahead_kb(fs);
+		return ret;
+	}
+	*fd = ra_open_cold(path);
+	if (*fd < 0) {
+		ret = ra_fs_fail(fs, "dropping test file from page cache");
+		ra_fs_teardown(fs);
+		return ret;
+	}
+	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
+		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
+		       size >> 20);
+	return 0;
+}
+
+/**
+ * ra_file_map() - create the test file, open it cold and map it
+ * @fs: filesystem to create it on
+ * @size: file size in bytes
+ * @ra_kb: read_ahead_kb to set before opening, in KiB
+ * @fd: receives the open file descriptor
+ * @map: receives a read-only MAP_SHARED mapping of the whole file
+ *
+ * ra_file_prepare(), then the mapping most tests read through.
+ *
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set (on -1 after
+ * the file was opened, @fd stays open for ra_teardown()).
+ */
+int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
+		char **map)
+{
+	int ret = ra_file_prepare(fs, size, ra_kb, fd);
+
+	if (ret)
+		return ret;
+	*map = mmap(NULL, size, PROT_READ, MAP_SHARED, *fd, 0);
+	if (*map == MAP_FAILED)
+		return ra_fs_fail(fs, "mapping the test file");
+	return 0;
+}
+
+/**
+ * ra_teardown() - undo what a fixture set up
+ * @fs: filesystem of the fixture
+ * @map: mapping of the test file, or NULL or MAP_FAILED
+ * @size: length of @map in bytes
+ * @fd: descriptor of the test file, or -1
+ *
+ * Unmaps @map, closes @fd and tears the filesystem down
+ * (ra_fs_teardown()).
+ */
+void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
+{
+	if (map && map != MAP_FAILED)
+		munmap(map, size);
+	if (fd >= 0)
+		close(fd);
+	ra_fs_teardown(fs);
+}

@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The filesystem an mmap readahead selftest runs on.
+ *
+ * Each test gets a filesystem of its own: a sparse image on a tmpfs that
+ * is mounted over /tmp in a private mount namespace, attached to a loop
+ * device with LO_FLAGS_AUTOCLEAR, formatted and mounted in that namespace.
+ * When the test process exits, even by SIGKILL, the namespace goes away,
+ * the mount with it, and the loop device detaches itself: nothing is left
+ * behind. What a test changes outside it (read_ahead_kb of a disk of the
+ * user's, a file there, a cgroup) is put back by a watcher process once
+ * the test process is gone.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+
+#include "kselftest.h"
+#include "vm_util.h"
+#include "ra_fs.h"
+
+const struct ra_fs_kind ra_ext4_4k = { "ext4", 4096 };
+const struct ra_fs_kind ra_xfs_4k = { "xfs", 4096 };
+const struct ra_fs_kind ra_xfs_16k = { "xfs", 16384 };
+const struct ra_fs_kind ra_xfs_32k = { "xfs", 32768 };
+const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
+
+/* Apparent size of the sparse image; only metadata is ever written. */
+#define RA_IMAGE_SIZE		(2ULL << 30)
+/* Where the private tmpfs holding the image and the mount point goes. */
+#define RA_SCRATCH		"/tmp"
+
+static size_t mem_available(void);
+
+/**
+ * ra_fs_skip() - give the reason a test skips
+ * @fs: filesystem state; @fs->why gets the reason
+ * @fmt: printf format of the reason, with at most one %s
+ * @arg: the string of @fmt's %s
+ *
+ * Return: KSFT_SKIP.
+ */
+int ra_fs_skip(struct ra_fs *fs, const char *fmt, const char *arg)
+{
+	snprintf(fs->why, sizeof(fs->why), fmt, arg);
+	return KSFT_SKIP;
+}
+
+/**
+ * ra_fs_fail() - give the reason a step of a test's setup failed
+ * @fs: filesystem state; @fs->why gets "<@what>: <strerror(errno)>"
+ * @what: the step that failed
+ *
+ * Return: -1.
+ */
+int ra_fs_fail(struct ra_fs *fs, const char *what)
+{
+	snprintf(fs->why, sizeof(fs->why), "%s: %s", what, strerror(errno));
+	return -1;
+}
+
+static bool have_cap_sys_admin(void)
+{
+	cap_flag_value_t val = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		return false;
+	if (cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &val))
+		val = CAP_CLEAR;
+	cap_free(caps);
+	return val == CAP_SET;
+}
+
+/* Run argv[0] found in PATH (plus the sbin directories), output hidden. */
+static int run_quiet(char *const argv[])
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		setenv("PATH", "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin", 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* Find the read_ahead_kb attribute of the disk behind device @dev. */
+static void find_sysfs_ra(struct ra_fs *fs, dev_t dev)
+{
+	char base[96], real[RA_PATH_LEN], path[2 * RA_PATH_LEN];
+	struct stat st;
+	char *resolved;
+
+	fs->sysfs_ra[0] = '\0';
+	snprintf(base, sizeof(base), "/sys/dev/block/%u:%u",
+		 major(dev), minor(dev));
+	resolved = realpath(base, NULL);
+	if (!resolved)
+		return;
+	snprintf(real, sizeof(real), "%s", resolved);
+	free(resolved);
+	snprintf(path, sizeof(path), "%s/partition", real);
+	if (!stat(path, &st))
+		snprintf(path, sizeof(path), "%s/../queue/read_ahead_kb", real);
+	else
+		snprintf(path, sizeof(path), "%s/queue/read_ahead_kb", real);
+	if (!access(path, R_OK))
+		snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", path);
+	snprintf(fs->bdev, sizeof(fs->bdev), "%s", strrchr(real, '/') + 1);
+}
+
+/*
+ * Use the directory named by READAHEAD_TEST_DIR instead of a new fs. Only
+ * the variant that matches its filesystem runs there (filesystems other
+ * than XFS count as ext4), so that no result is reported twice or under
+ * a block size it did not have.
+ */
+static int fs_use_dir(struct ra_fs *fs, const char *dir,
+		      const struct ra_fs_kind *kind)
+{
+	unsigned long bsize;
+	struct statfs sfs;
+	struct stat st;
+	const char *type;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return ra_fs_skip(fs, RA_ENV_DIR "=%s is not a directory", dir);
+	if (statfs(dir, &sfs))
+		return ra_fs_fail(fs, "statfs");
+	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
+		return ra_fs_skip(fs, "%s is on tmpfs/ramfs, which has no readahead",
+				  dir);
+	type = sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "ext4";
+	bsize = sfs.f_bsize;
+	if (strcmp(type, kind->type) || bsize != kind->block_size)
+		return ra_fs_skip(fs, "%s: only the variant of its filesystem runs",
+				  dir);
+	snprintf(fs->dir, sizeof(fs->dir), "%s", dir);
+	snprintf(fs->type, sizeof(fs->type), "%s", type);
+	fs->block_size = bsize;
+	find_sysfs_ra(fs, st.st_dev);
+	return 0;
+}
+
+/*
+ * Attach @img_fd to a free loop device that detaches on last close; its
+ * open descriptor goes to @loop_fd. Returns 0, KSFT_SKIP or -1.
+ */
+static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
+		       int *loop_fd)
+{
+	struct loop_config cfg = {
+		.fd = img_fd,
+		.info.lo_flags = LO_FLAGS_AUTOCLEAR,
+	};
+	int ctl, nr, fd, tries;
+
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return ra_fs_skip(fs, "no loop device support (%s)", strerror(errno));
+	for (tries = 0; tries < 16; tries++) {
+		nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (nr < 0)
+			break;
+		snprintf(dev, len, "/dev/loop%d", nr);
+		fd = open(dev, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (!ioctl(fd, LOOP_CONFIGURE, &cfg)) {
+			close(ctl);
+			snprintf(fs->bdev, sizeof(fs->bdev), "loop%d", nr);
+			*loop_fd = fd;
+			return 0;
+		}
+		close(fd);
+		if (errno != EBUSY)	/* EBUSY: another process took it */
+			break;
+	}
+	close(ctl);
+	return ra_fs_fail(fs, "attaching a loop device");
+}
+
+static int fs_mkfs(struct ra_fs *fs, const char *dev)
+{
+	bool xfs = !strcmp(fs->type, "xfs");
+	const char *argv[12];
+	char bs[32], tool[32];
+	struct statfs sfs;
+	int ret, n = 0;
+
+	snprintf(tool, sizeof(tool), "mkfs.%s", fs->type);
+	snprintf(bs, sizeof(bs), xfs ? "size=%lu" : "%lu", fs->block_size);
+	argv[n++] = tool;
+	argv[n++] = "-q";
+	argv[n++] = xfs ? "-f" : "-F";
+	argv[n++] = "-b";
+	argv[n++] = bs;
+	if (xfs) {
+		argv[n++] = "-K";	/* no discard: the image is sparse */
+	} else {
+		argv[n++] = "-E";
+		argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
+	}
+	argv[n++] = dev;
+	argv[n] = NULL;
+	ret = run_quiet((char *const *)argv);
+	if (ret == 127)
+		return ra_fs_skip(fs, "%s not found (install e2fsprogs/xfsprogs)",
+				  tool);
+	/*
+	 * mkfs writes the metadata (XFS: its 64 MiB log) into the sparse
+	 * image, on a tmpfs that holds at most half of MemAvailable: on a
+	 * small machine it fills up, and that is a lack of memory, not a
+	 * failure.
+	 */
+	if (ret && !statfs(RA_SCRATCH, &sfs) && !sfs.f_bavail) {
+		snprintf(fs->why, sizeof(fs->why),
+			 "%s filled the %lu MiB scratch tmpfs (half of MemAvailable), MemAvailable %zu MiB: too little memory for the image",
+			 tool, (unsigned long)(sfs.f_blocks * sfs.f_bsize >> 20),
+			 mem_available() >> 20);
+		return KSFT_SKIP;
+	}
+	if (ret) {
+		snprintf(fs->why, sizeof(fs->why), "%s -b %s failed (exit %d)",
+			 tool, bs, ret);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * ra_fs_setup() - create the filesystem a test runs on
+ * @fs: state to fill in; @fs->why holds the reason on skip or failure
+ * @kind: filesystem type and block size in bytes
+ *
+ * Moves the caller into a private mount namespace, mounts a tmpfs over
+ * /tmp there, creates a sparse image on it, attaches it to a loop device
+ * with LO_FLAGS_AUTOCLEAR, runs mkfs and mounts the result. Everything
+ * vanishes with the calling process. When the environment variable
+ * READAHEAD_TEST_DIR names a directory, that directory is used instead
+ * and nothing is created.
+ *
+ * Return: 0 on success; KSFT_SKIP when the environment cannot run the
+ * test (no CAP_SYS_ADMIN, a root that is no mount point, no loop device,
+ * filesystem, mkfs tool or block size support); -1 on an unexpected
+ * error (errno set).
+ */
+int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
+{
+	unsigned long block_size = kind->block_size;
+	const char *env = getenv(RA_ENV_DIR), *type = kind->type;
+	char img[RA_PATH_LEN], dev[32], opts_buf[64];
+	int img_fd, loop_fd, ret;
+	const char *opts;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->page_size = psize();
+	if (env && *env)
+		return fs_use_dir(fs, env, kind);
+
+	snprintf(fs->type, sizeof(fs->type), "%s", type);
+	fs->block_size = block_size;
+	if (!have_cap_sys_admin())
+		return ra_fs_skip(fs, "%s", "needs CAP_SYS_ADMIN to create a loop filesystem");
+
+	if (unshare(CLONE_NEWNS))
+		return ra_fs_fail(fs, "unshare(CLONE_NEWNS)");
+	/*
+	 * In a chroot whose root is no mount point of its own, "/" cannot be
+	 * made private (EINVAL), and mounts made here could propagate out.
+	 */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		if (errno == EINVAL)
+			return ra_fs_skip(fs, "%s",
+					  "/ is no mount point (chroot?): mounts cannot be private");
+		return ra_fs_fail(fs, "making mounts private");
+	}
+	/*
+	 * The image's metadata lives on this tmpfs: let it take at most half
+	 * of MemAvailable, so that on a small machine mkfs runs out of room
+	 * (a skip) before the machine runs out of memory (the OOM killer).
+	 */
+	snprintf(opts_buf, sizeof(opts_buf), "mode=0700,size=%zuk",
+		 mem_available() / 2048);
+	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0,
+		  mem_available() ? opts_buf : "mode=0700"))
+		return ra_fs_fail(fs, "mounting scratch tmpfs");
+
+	snprintf(img, sizeof(img), "%s/image", RA_SCRATCH);
+	snprintf(fs->mnt, sizeof(fs->mnt), "%s/mnt", RA_SCRATCH);
+	if (mkdir(fs->mnt, 0700))
+		return ra_fs_fail(fs, "mkdir");
+	img_fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (img_fd < 0)
+		return ra_fs_fail(fs, "creating image");
+	if (ftruncate(img_fd, RA_IMAGE_SIZE)) {
+		close(img_fd);
+		return ra_fs_fail(fs, "sizing image");
+	}
+	ret = loop_attach(fs, img_fd, dev, sizeof(dev), &loop_fd);
+	close(img_fd);
+	unlink(img);
+	if (ret)
+		return ret;
+
+	ret = fs_mkfs(fs, dev);
+	if (ret) {
+		close(loop_fd);
+		return ret;
+	}
+	opts = strcmp(type, "ext4") ? "" : "noinit_itable";
+	if (mount(dev, fs->mnt, type, MS_NOATIME, opts)) {
+		int err = errno;
+
+		close(loop_fd);
+		errno = err;
+		if (err == ENODEV)
+			return ra_fs_skip(fs, "kernel lacks %s support", type);
+		/*
+		 * A fresh filesystem that does not mount only when its blocks
+		 * are larger than a page: the kernel lacks large block size
+		 * support (XFS says EINVAL, or "not implemented" before 6.x).
+		 */
+		if (block_size > fs->page_size) {
+			snprintf(fs->why, sizeof(fs->why),
+				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages (%s)",
+				 type, block_size, fs->page_size, strerror(err));
+			return KSFT_SKIP;
+		}
+		return ra_fs_fail(fs, "mount");
+	}
+	/* The mount now holds the loop device; autoclear on its release. */
+	close(loop_fd);
+	fs->own = true;
+	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
+	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
+		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
+	return 0;
+}
+
+/**
+ * ra_fs_teardown() - unmount what ra_fs_setup() created
+ * @fs: filesystem state
+ *
+ * Unmounting releases the loop device, which then detaches itself. A
+ * process that dies without calling this leaves nothing either: its mount
+ * namespace, and the mounts in it, go away with it. The disk's read_ahead_kb
+ * is put back and the test file removed.
+ */
+void ra_fs_teardown(struct ra_fs *fs)
+{
+	ra_restore_read_ahead_kb(fs);
+	if (fs->file[0])
+		unlink(fs->file);
+	fs->file[0] = '\0';
+	if (!fs->own)
+		return;
+	umount2(fs->mnt, MNT_DETACH);
+	umount2(RA_SCRATCH, MNT_DETACH);
+	fs->own = false;
+}
+
+/*
+ * What the watcher of ra_on_exit_of_caller() runs, as "sh -c": wait for
+ * the end of its standard input, then write $1 into $0, or with no $1
+ * remove $0, a file or an empty directory (a cgroup empties a little
+ * after its last process has died).
+ */
+static const char watcher_script[] =
+	"while read -r _; do :; done; "
+	"if [ $# -ge 1 ]; then echo \"$1\" > \"$0\"; exit; fi; "
+	"i=0; while [ -d \"$0\" ] && ! rmdir \"$0\" 2>/dev/null && [ $i -lt 100 ]; "
+	"do sleep 0.01; i=$((i + 1)); done; rm -f \"$0\"";
+
+/**
+ * ra_on_exit_of_caller() - undo a change once the calling process is gone
+ * @path: file to write into, or file or empty directory to remove
+ * @value: number to write into @path; below 0, remove @path instead
+ *
+ * When the calling process dies, however it dies, put @value back into
+ * @path, or with @value below 0 remove @path (a file, or an empty
+ * directory such as a cgroup): a child in its own session waits for the
+ * end of a pipe that only the caller holds open. The child runs
+ * /bin/sh, so that a kill by the test's name (pkill, killall) spares it.
+ *
+ * Return: the child's pid, or -1.
+ */
+pid_t ra_on_exit_of_caller(const char *path, long value)
+{
+	char num[24];
+	int pipefd[2];
+	pid_t pid;
+
+	snprintf(num, sizeof(num), "%ld", value);
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[0], STDIN_FILENO);
+		close_range(STDOUT_FILENO, ~0U, 0);
+		setsid();
+		execl("/bin/sh", "sh", "-c", watcher_script, path,
+		      value < 0 ? NULL : num, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[0]);
+	if (pid < 0)
+		close(pipefd[1]);
+	/* pipefd[1] stays open until this process exits */
+	return pid;
+}
+
+/**
+ * ra_set_read_ahead_kb() - set the readahead window of the test's disk
+ * @fs: filesystem whose backing queue is changed
+ * @kb: read_ahead_kb in KiB; ra_pages becomes @kb * 1024 / page size
+ *
+ * The window is copied into file->f_ra when a file is opened, so this
+ * must come before ra_open_cold(). The first call saves the old value:
+ * ra_fs_teardown() puts it back; on a READAHEAD_TEST_DIR disk it is also
+ * put back if the test dies before its teardown runs.
+ *
+ * Return: 0 on success, KSFT_SKIP with @fs->why set when the attribute is
+ * missing or not writable. A write that fails on a writable attribute
+ * ends the test as failed (write_num() of mm's vm_util).
+ */
+int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
+{
+	if (!fs->sysfs_ra[0])
+		return ra_fs_skip(fs, "no read_ahead_kb attribute for %s", fs->dir);
+	if (access(fs->sysfs_ra, R_OK | W_OK))
+		return ra_fs_skip(fs, "cannot write %s", fs->sysfs_ra);
+	if (!fs->ra_saved) {
+		fs->saved_ra_kb = read_num(fs->sysfs_ra);
+		fs->ra_saved = true;
+		if (!fs->own)
+			ra_on_exit_of_caller(fs->sysfs_ra, fs->saved_ra_kb);
+	}
+	fs->ra_kb = kb;
+	write_num(fs->sysfs_ra, kb);
+	return 0;
+}
+
+/**
+ * ra_restore_read_ahead_kb() - put back the disk's saved read_ahead_kb
+ * @fs: filesystem whose disk's read_ahead_kb ra_set_read_ahead_kb() set
+ *
+ * Writes back the value the first ra_set_read_ahead_kb() saved, once;
+ * nothing when none was saved.
+ */
+void ra_restore_read_ahead_kb(struct ra_fs *fs)
+{
+	if (!fs->ra_saved)
+		return;
+	write_num(fs->sysfs_ra, fs->saved_ra_kb);
+	fs->ra_saved = false;
+}
+
+/**
+ * ra_pages() - the readahead window a file opened now gets
+ * @fs: filesystem
+ *
+ * Return: ra_pages, in pages: read_ahead_kb converted to pages.
+ */
+unsigned long ra_pages(const struct ra_fs *fs)
+{
+	return fs->ra_kb * 1024 / fs->page_size;
+}
+
+/**
+ * ra_folio_size() - smallest page cache folio of the test filesystem
+ * @fs: filesystem
+ *
+ * Return: the larger of the block size and the page size, in bytes: the
+ * size of a min-order folio, the least a single read can bring in.
+ */
+unsigned long ra_folio_size(const struct ra_fs *fs)
+{
+	return fs->block_size > fs->page_size ? fs->block_size : fs->page_size;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, or 0 when it cannot be read. */
+static size_t mem_available(void)
+{
+	unsigned long kb = 0;
+	char line[128];
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (size_t)kb * 1024;
+}
+
+/**
+ * ra_need_memory() - skip unless the machine has the memory a test needs
+ * @fs: filesystem, set up; @fs->why gets the reason on skip
+ * @bytes: most memory the test holds at once, in bytes: the page cache
+ *	its walks keep (ra_walk_bytes()) plus what else it keeps cached or
+ *	allocates, computed from its own sizes
+ *
+ * Call after ra_fs_setup(), so that the filesystem image (on tmpfs) is
+ * already out of MemAvailable. With less MemAvailable than @bytes, the
+ * test's own page cache forces direct reclaim, under which readahead's
+ * folio allocations (__GFP_NORETRY) fail and reads are cut short: major
+ * faults that no readahead bug caused, hence a skip and not a verdict.
+ * Prints the need and MemAvailable.
+ *
+ * Return: 0 when MemAvailable is at least @bytes; KSFT_SKIP with @fs->why
+ * set when it is lower or /proc/meminfo has no MemAvailable.
+ */
+int ra_need_memory(struct ra_fs *fs, size_t bytes)
+{
+	size_t avail = mem_available();
+
+	ksft_print_msg("memory: this test needs %zu MiB, MemAvailable %zu MiB\n",
+		       bytes >> 20, avail >> 20);
+	if (avail >= bytes)
+		return 0;
+	snprintf(fs->why, sizeof(fs->why),
+		 "MemAvailable %zu MiB is below the %zu MiB this test needs",
+		 avail >> 20, bytes >> 20);
+	return KSFT_SKIP;
+}

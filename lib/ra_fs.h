@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The filesystem an mmap readahead selftest runs on (ra_fs.c) and its
+ * test file (ra_file.c): a private filesystem on a self-detaching loop
+ * device, the disk's read_ahead_kb set and put back, cold sparse files.
+ * What mm's vm_util.h offers (psize(), FORCE_READ(), read_num(),
+ * write_num(), read_pmd_pagesize()) is used from there.
+ */
+#ifndef __RA_FS_H__
+#define __RA_FS_H__
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Room for the paths a test uses (mount points, sysfs attributes). */
+#define RA_PATH_LEN		256
+
+/* Environment variable naming a directory to test on instead. */
+#define RA_ENV_DIR		"READAHEAD_TEST_DIR"
+
+/**
+ * struct ra_fs_kind - a filesystem variant the tests run on
+ * @type: filesystem type name, "ext4" or "xfs"
+ * @block_size: block size in bytes; above the page size the page cache
+ *	uses folios of at least that size (min folio order above 0)
+ */
+struct ra_fs_kind {
+	const char *type;
+	unsigned long block_size;
+};
+
+/**
+ * struct ra_fs - a filesystem a test runs on
+ * @dir: directory the test files are created in
+ * @sysfs_ra: path of the backing queue's read_ahead_kb attribute, or ""
+ * @bdev: name of the backing block device (e.g. "loop3"), or ""
+ * @type: filesystem type name
+ * @block_size: filesystem block size in bytes
+ * @page_size: page size in bytes
+ * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
+ * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
+ * @ra_saved: true when @saved_ra_kb holds a value to put back
+ * @own: true when the filesystem was created by ra_fs_setup()
+ * @mnt: mount point, when @own
+ * @file: path of the test file, removed on teardown
+ * @why: one-line reason when setup returned KSFT_SKIP or failed
+ */
+struct ra_fs {
+	char dir[RA_PATH_LEN];
+	char sysfs_ra[2 * RA_PATH_LEN];
+	char bdev[32];
+	char type[16];
+	unsigned long block_size;
+	unsigned long page_size;
+	unsigned long ra_kb;
+	unsigned long saved_ra_kb;
+	bool ra_saved;
+	bool own;
+	char mnt[RA_PATH_LEN];
+	char file[2 * RA_PATH_LEN];
+	char why[4 * RA_PATH_LEN];
+};
+
+/* ra_fs.c: the filesystem, its disk's read_ahead_kb, the machine's memory */
+int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
+void ra_fs_teardown(struct ra_fs *fs);
+int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
+void ra_restore_read_ahead_kb(struct ra_fs *fs);
+unsigned long ra_pages(const struct ra_fs *fs);
+unsigned long ra_folio_size(const struct ra_fs *fs);
+int ra_need_memory(struct ra_fs *fs, size_t bytes);
+int ra_fs_skip(struct ra_fs *fs, const char *fmt, const char *arg);
+int ra_fs_fail(struct ra_fs *fs, const char *what);
+pid_t ra_on_exit_of_caller(const char *path, long value);
+
+/* ra_file.c: the test file */
+int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
+		   char *path, size_t path_len);
+int ra_open_cold(const char *path);
+int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
+		    int *fd);
+int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
+		char **map);
+void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
+
+extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
+	ra_xfs_64k;
+
+#ifdef __KSELFTEST_HARNESS_H
+/**
+ * ra_ready() - turn a lib status into a harness verdict
+ * @_metadata: the running test
+ * @ret: 0, KSFT_SKIP or -1, from ra_fs_setup() or ra_file_prepare()
+ * @fs: filesystem whose @why explains a skip or failure
+ *
+ * Return: true when the test can go on; false after a SKIP, and the
+ * caller must return. A failure ends the test here.
+ */
+static inline bool ra_ready(struct __test_metadata *_metadata, int ret,
+			    const struct ra_fs *fs)
+{
+	if (ret == KSFT_SKIP)
+		SKIP(return false, "%s", fs->why);
+	ASSERT_EQ(0, ret) TH_LOG("%s", fs->why);
+	return true;
+}
+#endif
+
+#endif /* __RA_FS_H__ */
