@@ -61,14 +61,17 @@ usage() {
 	exit 2
 }
 
-while [ $# -gt 0 ]; do
-	case $1 in
-	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
-	--results) [ $# -ge 2 ] || usage; results=$2; shift 2 ;;
-	--full) full=(--full); mark=full; shift ;;
-	--taps) [ $# -ge 2 ] || usage; taps=$2; shift 2 ;;
-	*) usage ;;
-	esac
+# --only, --results and --taps set the variable of their name.
+for ((; $#; )); do
+	if [ "$1" = --full ]; then
+		full=(--full)
+		mark=full
+		shift
+		continue
+	fi
+	if ! [[ $1 =~ ^--(only|results|taps)$ ]] || [ $# -lt 2 ]; then usage; fi
+	declare "${1#--}=$2"
+	shift 2
 done
 
 # --results rewrites the whole file: never one this script did not write.
