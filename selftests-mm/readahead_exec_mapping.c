@@ -170,7 +170,7 @@ TEST_F(exec_mapping, stays_in_vma)
 			 "fault %zu pages before the VMA end",
 			 (ra - fault) / self->fs.page_size);
 	ASSERT_GE((long)ra_pages / 20, inside)
-		TH_LOG("%ld pages between the fault and the VMA end uncached: no exec read-around to measure",
+		TH_LOG("%ld pages up to the VMA end uncached: no exec read-around",
 		       inside);
 }
 
