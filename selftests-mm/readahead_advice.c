@@ -28,8 +28,9 @@
 #define RA_KB		16384UL
 /* The file, in ra windows: every probe lies well inside it. */
 #define FILE_WINDOWS	8
-/* Faults of madv_random, one per slot of two windows. */
+/* Faults of madv_random, one per slot of two windows; its file. */
 #define RANDOM_FAULTS	3
+#define RANDOM_WINDOWS	12
 /* The in-order walk of madv_random_exec. */
 #define EXEC_WALK	(128UL << 20)
 /* The forced THP readahead folio size since 7.3, whatever the PMD. */
@@ -92,21 +93,42 @@ static int advice_file(struct ra_fs *fs, int *fd, char **map, size_t *size,
 }
 
 /*
+ * Touch every page of [@off, @off + @len) of @map that is in the page
+ * cache, in order, and no other: a fault on a resident page reads
+ * nothing itself, so whatever is read past the range is readahead.
+ */
+static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
+{
+	unsigned char *vec = malloc(len / ps);
+	size_t i;
+
+	if (!vec || mincore((void *)(map + off), len, vec)) {
+		free(vec);
+		return -1;
+	}
+	for (i = 0; i < len / ps; i++)
+		if (vec[i] & 1)
+			FORCE_READ(map[off + i * ps]);
+	free(vec);
+	return 0;
+}
+
+/*
  * MADV_RANDOM (VM_RAND_READ): a fault reads only the folio it needs, from
  * the first fault on, and a PG_readahead marker it reaches starts no
  * async readahead. Bound per fault: 10 folios. Healthy: 1 folio, 10x
  * under. Broken (read-around): ra_pages, 25x over (64 KiB folios on 4 KiB
  * pages) or more. The marker: bound ra_pages / 10 read past the window,
- * healthy none, broken a whole async window.
+ * healthy none, broken half a window or more of async readahead.
  */
 TEST_F(advice, madv_random)
 {
-	size_t ps = self->fs.page_size, probe, mark;
+	size_t ps = self->fs.page_size, probe, win, past_off;
 	long cached, bound, past;
 	int i, ret;
 
 	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+			  &self->ra, &self->ra_pages, RANDOM_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
@@ -115,8 +137,8 @@ TEST_F(advice, madv_random)
 	 * One fault in the middle of each slot of two windows, so that a
 	 * read-around would stay inside the slot:
 	 *
-	 *   0        2 ra       4 ra       6 ra       8 ra
-	 *   |----x----|----x----|----x----|..........|
+	 *   0        2 ra       4 ra       6 ra              12 ra
+	 *   |----x----|----x----|----x----|........ ... ......|
 	 *        ^ a fault at 1 ra, 3 ra, 5 ra; 6 ra on is for the marker
 	 */
 	for (i = 0; i < RANDOM_FAULTS; i++)
@@ -132,31 +154,33 @@ TEST_F(advice, madv_random)
 
 	/*
 	 * A plain mapping of the same struct file reads around a fault at
-	 * 7 ra and puts PG_readahead a quarter window ahead of it; the
-	 * MADV_RANDOM mapping then faults on the marker:
+	 * 8 ra, PG_readahead somewhere in what it reads; the MADV_RANDOM
+	 * mapping then touches every cached page there, the marker too:
 	 *
-	 *   6.5 ra        7 ra    mark    7.5 ra             8 ra
-	 *   |=============x========^=======|------------------|
-	 *    read-around by the plain map    past the window: stays cold
+	 *   7.5 ra         8 ra          9 ra                     12 ra
+	 *   |==============x=============|------------------------|
+	 *    read-around by the plain map, past it: stays cold
+	 *    wherever it lies
 	 */
 	self->map2 = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, self->map2);
-	probe = 7 * self->ra;
-	mark = probe + self->ra / 4;
+	probe = 8 * self->ra;
+	win = probe - self->ra / 2;
+	past_off = probe + self->ra;
 	FORCE_READ(self->map2[probe]);
-	FORCE_READ(self->map[mark]);
-	past = ra_cached_pages(self->fd, self->map, probe + self->ra / 2,
-			       self->ra / 2);
-	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM fault on PG_readahead", past,
-			 "pages past the window", self->ra_pages / 10,
+	ASSERT_EQ(0, touch_cached(self->map, win, past_off - win, ps));
+	past = ra_cached_pages(self->fd, self->map, past_off,
+			       self->size - past_off);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM faults on a read-around",
+			 past, "pages past it", self->ra_pages / 10,
 			 "async readahead runs for a VM_RAND_READ mapping",
-			 "marker %zu pages past the fault", (mark - probe) / ps);
-	/* Control: the same fault through the plain mapping starts it. */
-	FORCE_READ(self->map2[mark]);
-	past = ra_cached_pages(self->fd, self->map, probe + self->ra / 2,
-			       self->ra / 2);
+			 "window of %lu pages", self->ra_pages);
+	/* Control: the same touches through the plain mapping start it. */
+	ASSERT_EQ(0, touch_cached(self->map2, win, past_off - win, ps));
+	past = ra_cached_pages(self->fd, self->map, past_off,
+			       self->size - past_off);
 	ASSERT_LE((long)self->ra_pages / 4, past)
-		TH_LOG("the plain mapping read %ld pages at the marker: no marker to test",
+		TH_LOG("the plain mapping read %ld pages past it: no marker to test",
 		       past);
 }
 
@@ -266,82 +290,74 @@ TEST_F(advice, fadv_willneed)
 }
 
 /*
- * One cold fault at 4 ra, window-aligned, through the plain mapping; the
- * read-around reads the file's ra window centred on it (2 * ra_pages
- * after POSIX_FADV_SEQUENTIAL, ra_pages after POSIX_FADV_NORMAL):
+ * POSIX_FADV_SEQUENTIAL, and POSIX_FADV_NORMAL after it if @normal, then
+ * one cold fault at 4 ra through the plain mapping. Read-around reads the
+ * file's ra window, 2 * ra_pages after POSIX_FADV_SEQUENTIAL and ra_pages
+ * after POSIX_FADV_NORMAL; the count is of two windows on either side, so
+ * that it does not hang on where the window lies (the window tests' job):
  *
- *   3 ra      3.5 ra      4 ra      4.5 ra      5 ra
- *   |---------|===========x===========|---------|
- *    outer      inner half             outer
+ *   2 ra      3 ra            4 ra            5 ra      6 ra
+ *   |---------|=======,=======x=======,=======|---------|
+ *              after SEQUENTIAL; after NORMAL only between the commas
  *
- * Return: the pages of the outer quarters that are cached, or -1.
+ * Return: the pages of [2 ra, 6 ra) in the page cache, or -1.
  */
-static long outer_cached(int fd, char *map, size_t ra)
+static long window_pages(int fd, char *map, size_t ra, bool normal)
 {
-	size_t fault = 4 * ra;
-	long lo, hi;
-
-	FORCE_READ(map[fault]);
-	lo = ra_cached_pages(fd, map, fault - ra, ra / 2);
-	hi = ra_cached_pages(fd, map, fault + ra / 2, ra / 2);
-	return lo < 0 || hi < 0 ? -1 : lo + hi;
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ||
+	    (normal && posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL)))
+		return -1;
+	FORCE_READ(map[4 * ra]);
+	return ra_cached_pages(fd, map, 2 * ra, 4 * ra);
 }
 
 /*
  * POSIX_FADV_SEQUENTIAL doubles file->f_ra.ra_pages, and read-around
- * reads that window. Bound: ra_pages / 10 of the outer quarters left
- * uncached. Healthy: none. Broken (no doubling): all ra_pages of them,
- * 10x over.
+ * reads that window. Bound: ra_pages / 10 short of 2 * ra_pages.
+ * Healthy: none short. Broken (no doubling): ra_pages short, 10x over.
  */
 TEST_F(advice, fadv_sequential)
 {
-	long outer;
+	long pages;
 	int ret;
 
 	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
 			  &self->ra, &self->ra_pages, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_SEQUENTIAL));
-	outer = outer_cached(self->fd, self->map, self->ra);
-	ASSERT_LE(0, outer);
+	pages = window_pages(self->fd, self->map, self->ra, false);
+	ASSERT_LE(0, pages);
 	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_SEQUENTIAL",
-			 (long)self->ra_pages - outer, "pages left uncached",
-			 self->ra_pages / 10,
+			 2 * (long)self->ra_pages - pages,
+			 "pages short of twice ra_pages", self->ra_pages / 10,
 			 "POSIX_FADV_SEQUENTIAL did not double ra_pages",
-			 "of %lu pages of twice the window past ra_pages",
-			 self->ra_pages);
+			 "%ld pages read", pages);
 }
 
 /*
  * POSIX_FADV_NORMAL after POSIX_FADV_SEQUENTIAL puts the disk's ra_pages
- * back. Bound: ra_pages / 10 of the outer quarters cached. Healthy: none.
- * Broken (the doubled window kept): all ra_pages of them, 10x over. The
- * inner half must be read either way.
+ * back. Bound: ra_pages / 10 read beyond ra_pages. Healthy: none. Broken
+ * (the doubled window kept): ra_pages beyond, 10x over. At least
+ * ra_pages - ra_pages / 10 must be read, or there is no window to test.
  */
 TEST_F(advice, fadv_normal)
 {
-	long outer, inner;
+	long pages;
 	int ret;
 
 	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
 			  &self->ra, &self->ra_pages, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_SEQUENTIAL));
-	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_NORMAL));
-	outer = outer_cached(self->fd, self->map, self->ra);
-	ASSERT_LE(0, outer);
+	pages = window_pages(self->fd, self->map, self->ra, true);
+	ASSERT_LE(0, pages);
 	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_NORMAL",
-			 outer, "pages cached past the window",
+			 pages - (long)self->ra_pages, "pages beyond ra_pages",
 			 self->ra_pages / 10,
 			 "POSIX_FADV_NORMAL left the doubled ra_pages of POSIX_FADV_SEQUENTIAL",
-			 "window %lu pages", self->ra_pages);
-	inner = ra_uncached_pages(self->fd, self->map, 3 * self->ra + self->ra / 2,
-				  self->ra);
-	ASSERT_GE((long)self->ra_pages / 10, inner)
-		TH_LOG("%ld pages of the window itself uncached: no read-around to measure",
-		       inner);
+			 "%ld pages read", pages);
+	ASSERT_LE((long)(self->ra_pages - self->ra_pages / 10), pages)
+		TH_LOG("only %ld pages read: no read-around to measure", pages);
 }
 
 /*

@@ -2,16 +2,17 @@
 /*
  * Descending readers: a mapping read from its last page to its first, as
  * memmove()/memcpy() do when they copy backwards, must still get
- * readahead when the mapping asks for it; and a fault between two cached
+ * readahead, with advice or without; and a fault between two cached
  * ranges must not be taken for a descending step.
  * Measured: major faults of a descending walk of a MADV_HUGEPAGE mapping
  * (bound 10 per PMD; broken: mmap_miss passes MMAP_LOTSAMISS and every
- * page past the first hundred PMDs is read on its own) and of a
+ * page past the first hundred PMDs is read on its own), of a
  * MADV_SEQUENTIAL one (bound 12 per ra window; broken: one per folio,
- * 10.7x over or more), with an ascending walk as control; and how many
- * of 100 PMD-sized holes between cached ranges (fewer where that is over
- * 1 GiB) are not PMD-mapped (bound a tenth; broken: all of them).
- * Healthy: one fault per PMD, one per ra window, every hole PMD-mapped.
+ * 10.7x over or more), with an ascending walk as control, and of a plain
+ * one (bound sqrt(half windows * folios); broken: a read-around only
+ * ahead of the fault, one per folio); and how many of 100 PMD-sized holes
+ * between cached ranges are not PMD-mapped (bound a tenth; broken: all).
+ * Healthy: one fault per PMD, per ra window, per half window; no hole.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
