@@ -118,8 +118,8 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
  * the first fault on, and a PG_readahead marker it reaches starts no
  * async readahead. Bound per fault: 10 folios. Healthy: 1 folio, 10x
  * under. Broken (read-around): ra_pages, 25x over (64 KiB folios on 4 KiB
- * pages) or more. The marker: bound ra_pages / 10 read past the window,
- * healthy none, broken half a window or more of async readahead.
+ * pages) or more. The marker: bound ra_pages / 20 read past the window,
+ * healthy none, broken half a window or more of async readahead, 10x over.
  */
 TEST_F(advice, madv_random)
 {
@@ -172,7 +172,7 @@ TEST_F(advice, madv_random)
 	past = ra_cached_pages(self->fd, self->map, past_off,
 			       self->size - past_off);
 	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM faults on a read-around",
-			 past, "pages past it", self->ra_pages / 10,
+			 past, "pages past it", self->ra_pages / 20,
 			 "async readahead runs for a VM_RAND_READ mapping",
 			 "window of %lu pages", self->ra_pages);
 	/* Control: the same touches through the plain mapping start it. */
