@@ -362,14 +362,15 @@ TEST_F(advice, fadv_normal)
 
 /*
  * A MADV_HUGEPAGE fault reads the two THP_CAP-aligned folios of THP_CAP
- * from the fault (forced THP readahead, capped at 2 MiB since 7.3: where
+ * from the fault (forced THP readahead, capped at 2 MiB in 7.3: where
  * the PMD is larger, 32 MiB on arm64 16 KiB pages and 512 MiB on 64 KiB,
  * folios of the largest page cache order would be read). Bounds: a tenth
  * of a 2 MiB folio, uncached inside the two folios and cached outside.
- * Healthy: none of either. Broken: uncapped, 2 folios of 32 or 128 MiB
- * cached (300x over or more); a plain read-around of 128 KiB instead, 4
- * MiB less 128 KiB uncached (19x over). On x86-64 the cap is the PMD size:
- * only the second breakage can show there.
+ * Healthy: none of either. Broken: uncapped, two folios of the mapping's
+ * largest order cached (32 MiB on 16 KiB pages, 128 MiB on 64 KiB, 8 MiB
+ * for ext4 there), 64x over or more; a plain read-around of 128 KiB
+ * instead, 4 MiB less 128 KiB uncached, 19x over. On x86-64 the cap is
+ * the PMD: only the second breakage can show there.
  */
 TEST_F(advice, madv_hugepage_2m)
 {
