@@ -143,6 +143,10 @@ TEST_F(exec_mapping, stays_in_vma)
 	int ret;
 
 	self->size = 4 * ra;
+	/* At most the window and what a broken kernel reads past the VMA. */
+	ret = ra_need_memory(&self->fs, 2 * ra);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
 	ret = ra_file_map(&self->fs, self->size, VMA_KB, &self->fd, &self->map);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
