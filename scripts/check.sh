@@ -285,11 +285,7 @@ fi
 # RA_CHECK_MATRIX=0 leaves it out.
 if [ "$full" = 1 ] && [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
 	start=$(date +%s)
-	cols=$(validation/build-kernel.sh --list | paste -sd ,)
-	cols+=,v7.3-arm64-64k,v7.3-arm64-64k+restart_v2,v7.3-arm64-64k+restart_v3
-	cols+=,v7.3-arm64-64k+async_2win,v7.3-arm64-64k+descending
-	cols+=,v7.3-arm64-64k+lbs_marker,v7.3-arm64-64k+fixes
-	if validation/matrix.sh --only "$cols" \
+	if validation/matrix.sh --validation \
 		> "$work/matrix.log" 2>&1; then
 		pass "kill matrix: every cell as expected ($(( $(date +%s) - start )) s)"
 	else

@@ -4,14 +4,15 @@
 # The kill matrix: run the suite under every configuration and compare
 # each test's verdict with verdicts/expected.tsv.
 #
-#   validation/matrix.sh [--only COLUMN,...] [--full] [--results FILE]
-#                        [--taps DIR]
+#   validation/matrix.sh [--only COLUMN,...|--validation] [--full]
+#                        [--results FILE] [--taps DIR]
 #
 # Columns: the kernels vm/run-kernels.sh runs, named as its header and
 # the columns of verdicts/expected.tsv name them (6.18, debian-6.12,
 # v7.3+fixes, v7.3-arm64-64k ...).
 # Default: this machine, debian-6.1, debian-6.12, every configuration,
-# and the arm64 64 KiB-page ones of arm64_configs below.
+# and the arm64 64 KiB-page ones of arm64_configs below; --validation:
+# only the configurations and those arm64 ones.
 #
 # --full runs with READAHEAD_FULL_RUN=1: no walk stops at its bound, so a
 # failing cell shows the whole figure (slower on broken configurations).
@@ -41,9 +42,10 @@ configurations=$here/configurations
 # The Debian columns of the default run.
 default_debian=(debian-6.1 debian-6.12)
 # The configurations of the default run built for arm64 with 64 KiB pages:
-# pristine, the fixes whose tests change there, and all fixes together.
+# pristine, the fixes whose tests change there, the rules of page size,
+# and all fixes together.
 arm64_configs=(v7.3 v7.3+restart_v2 v7.3+restart_v3 v7.3+async_2win v7.3+descending
-	       v7.3+lbs_marker v7.3+fixes)
+	       v7.3+lbs_marker v7.3+thp_no_cap v7.3+fixes)
 # This command line, paths relative to the top, for the stamp of --results.
 argv=validation/matrix.sh
 for a in "$@"; do argv+=" ${a#"$top"/}"; done
@@ -52,12 +54,13 @@ only=
 full=()
 mark=matrix
 taps=
+validation=0
 # Seconds per column: the whole suite under TCG takes 5-10 minutes when
 # the machine is shared, more with --full on a broken kernel.
 timeout=${RA_MATRIX_TIMEOUT:-3600}
 
 usage() {
-	echo "usage: $0 [--only COLUMN,...] [--full] [--results FILE] [--taps DIR]" >&2
+	echo "usage: $0 [--only COLUMN,...|--validation] [--full] [--results FILE] [--taps DIR]" >&2
 	exit 2
 }
 
@@ -66,6 +69,11 @@ for ((; $#; )); do
 	if [ "$1" = --full ]; then
 		full=(--full)
 		mark=full
+		shift
+		continue
+	fi
+	if [ "$1" = --validation ]; then
+		validation=1
 		shift
 		continue
 	fi
@@ -85,6 +93,8 @@ mapfile -t configs < <("$here/build-kernel.sh" --list)
 host=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 if [ -n "$only" ]; then
 	IFS=, read -r -a columns <<< "$only"
+elif [ "$validation" = 1 ]; then
+	columns=("${configs[@]}" "${arm64_configs[@]/#v7.3/v7.3-arm64-64k}")
 else
 	columns=("$host" "${default_debian[@]}" "${configs[@]}"
 		 "${arm64_configs[@]/#v7.3/v7.3-arm64-64k}")
