@@ -18,6 +18,8 @@ import sys
 import textwrap
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, 'scripts'))
+from series_plan import table  # noqa: E402
 WIDTH = 72
 
 
@@ -60,20 +62,6 @@ def reflow(lines):
             para.append(line.strip())
     flush()
     return '\n'.join(out).strip('\n')
-
-
-def table():
-    """Expected verdicts: column names and {test: {column: verdict}}."""
-    cols, rows = [], {}
-    for line in open(os.path.join(TOP, 'verdicts', 'expected.tsv')):
-        if line.startswith('#') or not line.strip():
-            continue
-        f = line.rstrip('\n').split('\t')
-        if f[0] == 'test':
-            cols = f[1:]
-            continue
-        rows[f[0]] = dict(zip(cols, f[1:]))
-    return cols, rows
 
 
 def column_legend():

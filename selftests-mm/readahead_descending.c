@@ -39,6 +39,9 @@
 #define SUSPECT_FWD \
 	"sequential readahead broken for a plain forward walk"
 
+/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(descending) {
 	struct ra_fs fs;
 	int fd;
@@ -74,7 +77,7 @@ FIXTURE_TEARDOWN(descending)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(descending, madv_hugepage, 180)
+TEST_F_TIMEOUT(descending, madv_hugepage, TIMEOUT_S)
 {
 	unsigned long pmd = read_pmd_pagesize(), nr_pmd = PMD_WALK;
 	size_t ps = self->fs.page_size;
@@ -174,7 +177,7 @@ static void sequential_walk(struct __test_metadata *_metadata,
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
-TEST_F_TIMEOUT(descending, madv_sequential, 180)
+TEST_F_TIMEOUT(descending, madv_sequential, TIMEOUT_S)
 {
 	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
 			&self->size, true);
@@ -184,7 +187,7 @@ TEST_F_TIMEOUT(descending, madv_sequential, 180)
  * The same walk from the first page forwards, same bound: it tells a
  * broken descending path from a broken test environment.
  */
-TEST_F_TIMEOUT(descending, ascending_control, 180)
+TEST_F_TIMEOUT(descending, ascending_control, TIMEOUT_S)
 {
 	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
 			&self->size, false);
@@ -211,7 +214,7 @@ static bool hole_pmd_mapped(struct __test_metadata *_metadata, int fd,
 	return mapped;
 }
 
-TEST_F_TIMEOUT(descending, pmd_hole, 180)
+TEST_F_TIMEOUT(descending, pmd_hole, TIMEOUT_S)
 {
 	unsigned long pmd = read_pmd_pagesize();
 	size_t folio = ra_folio_size(&self->fs), region;
