@@ -12,9 +12,12 @@
                                  selftests-mm, lib, config,
                                  run_vmtests-snippet.sh and scripts/
                                  install-in-tree.sh, with the lib's
-                                 functions, types
-                                 and macros they use, and their config
-                                 options
+                                 functions, types and macros they use
+  series_plan.py timeouts SETTINGS
+                                 the harness timeouts of every case added
+                                 up, and the timeout of SETTINGS (mm's
+                                 settings file): "SUM LIMIT", exit 1 when
+                                 the sum is above
   series_plan.py verdicts        the check of each series' verdicts in
                                  verdicts/expected.tsv; prints one line
                                  per problem and exits 1 on any
@@ -36,7 +39,7 @@ import shutil
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIRST = 'tests'
+FIRST = 'selftests'
 
 
 def table():
@@ -241,7 +244,7 @@ def units(lines):
                 j += 1
             text = '\n'.join(lines[i:j + 1])
             m = re.match(r'#\s*define\s+(\w+)', text)
-            if m and not m.group(1).startswith('_'):
+            if m:
                 kind, defs = 'define', {m.group(1)}
                 refs = set(IDENT.findall(strip_code(text[m.end():])))
             else:
@@ -352,13 +355,15 @@ def slice_file(lines, us, keep_idx):
     out = [ln for i, ln in enumerate(lines) if i not in drop]
     text = '\n'.join(out)
     # Conditional blocks left empty, then runs of blank lines.
-    text = re.sub(r'\n#ifdef \w+\n(\n)*#endif[^\n]*\n', '\n', text)
+    text = re.sub(r'\n#if(n?def)? [^\n]*\n(\n)*#endif[^\n]*\n', '\n', text)
     text = re.sub(r'\n{3,}', '\n\n', text)
     return text
 
 
-def has_api(us, keep_idx):
-    return any(u[2] != 'keep' and k in keep_idx for k, u in enumerate(us))
+def has_api(us, keep_idx, used):
+    """True when a test uses something of the file (not only what stays
+    throughout, as its include guard)."""
+    return any(k in keep_idx and k in used for k in range(len(us)))
 
 
 def slice_test(name, variants):
@@ -377,25 +382,6 @@ def slice_test(name, variants):
             continue
         out.append(line)
     return '\n'.join(out)
-
-
-def config_for(tests):
-    """The project's config options that tests need: an option applies to
-    the tests its comment names ("# readahead_x*: why"), else to all."""
-    out, globs = [], None
-    for line in open(os.path.join(TOP, 'config')):
-        line = line.rstrip('\n')
-        m = re.match(r'#\s*([\w*?,\s]+):', line)
-        if m:
-            globs = [g.strip() for g in m.group(1).split(',')]
-            continue
-        if not line.startswith('CONFIG_'):
-            continue
-        import fnmatch
-        if globs is None or any(fnmatch.fnmatch(t, g)
-                                for t in tests for g in globs):
-            out.append(line)
-    return out
 
 
 def stage(dest, specs):
@@ -426,12 +412,11 @@ def stage(dest, specs):
     keep = needed(libs, roots)
     for f, (lines, us) in libs.items():
         idx = {k for g, k in keep if g == f}
-        if has_api(us, idx):
+        if has_api(us, idx, {k for g, k in allk if g == f}):
             open(os.path.join(dest, 'lib', f), 'w').write(
                 slice_file(lines, us, idx))
-    open(os.path.join(dest, 'config'), 'w').write(
-        ''.join(c + '\n' for c in config_for(sorted(chosen))))
-    for f in ('run_vmtests-snippet.sh', 'scripts/install-in-tree.sh'):
+    for f in ('config', 'run_vmtests-snippet.sh',
+              'scripts/install-in-tree.sh'):
         shutil.copy2(os.path.join(TOP, f), os.path.join(dest, f))
 
 
@@ -471,6 +456,24 @@ def verdict_problems():
     return problems
 
 
+def timeouts(settings):
+    """Sum of the harness timeouts of every case, against the timeout of
+    mm's settings file (what the kselftest runner gives the category)."""
+    limit = int(re.search(r'^timeout=(\d+)', open(settings).read(),
+                          re.M).group(1))
+    total = 0
+    for name in test_names():
+        text = strip_code(source(name))
+        macros = dict(re.findall(r'^#define\s+(\w+)\s+(\d+)\s*$', text,
+                                 re.M))
+        nvar = max(1, len(variants_of(name)))
+        for m in re.finditer(r'^TEST_F(_TIMEOUT)?\(\w+,\s*\w+(?:,\s*(\w+))?\)',
+                             text, re.M):
+            t = m.group(2) if m.group(1) else '30'
+            total += nvar * int(macros.get(t, t))
+    return total, limit
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -487,6 +490,10 @@ def main():
             print('problem %s' % p)
     elif cmd == 'stage' and len(sys.argv) >= 4:
         stage(sys.argv[2], sys.argv[3:])
+    elif cmd == 'timeouts' and len(sys.argv) == 3:
+        total, limit = timeouts(sys.argv[2])
+        print('%d %d' % (total, limit))
+        sys.exit(0 if total <= limit else 1)
     elif cmd == 'verdicts':
         problems = verdict_problems()
         for p in problems:
