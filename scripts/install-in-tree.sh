@@ -32,6 +32,7 @@
 #     our config a comment "# <glob>[, <glob>]: why" says which tests
 #     (selftests-mm names) need the options below it.
 # Running it again changes nothing.
+# shellcheck disable=SC2016 # make's $(...) in single quotes
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
