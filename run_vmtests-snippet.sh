@@ -18,5 +18,6 @@ CATEGORY="readahead" run_test ./readahead_random_reader
 CATEGORY="readahead" run_test ./readahead_read_around
 CATEGORY="readahead" run_test ./readahead_sticky_miss
 CATEGORY="readahead" run_test ./readahead_thp_disabled
-CATEGORY="readahead" run_test ./readahead_thrash
+CATEGORY="readahead" run_test ./readahead_thrash_locked
+CATEGORY="readahead" run_test ./readahead_thrash_workingset
 CATEGORY="readahead" run_test ./readahead_vma_boundary

@@ -51,16 +51,15 @@ usage() {
 	exit 2
 }
 
+# Each option sets the variable of its name.
 while [ $# -gt 0 ]; do
 	case $1 in
-	--kernels) [ $# -ge 2 ] || usage; kernels=$2; shift 2 ;;
-	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
-	--logs) [ $# -ge 2 ] || usage; logs=$2; shift 2 ;;
-	--results) [ $# -ge 2 ] || usage; results=$2; shift 2 ;;
-	--chart) [ $# -ge 2 ] || usage; chart=$2; shift 2 ;;
+	--kernels | --only | --logs | --results | --chart) [ $# -ge 2 ] || usage ;;
 	-h | --help) usage ;;
 	*) echo "$prog: unknown argument '$1'" >&2; usage ;;
 	esac
+	declare "${1#--}=$2"
+	shift 2
 done
 [ -n "${kernels// /}" ] || usage
 [ "$(id -u)" = 0 ] || { echo "$prog: needs root (loop devices, mount, $logs)" >&2; exit 3; }

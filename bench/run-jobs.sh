@@ -53,13 +53,12 @@ die() {
 	exit 3
 }
 
+# --jobs and --only set the variable of their name.
 while [ $# -gt 0 ]; do
-	case $1 in
-	--jobs) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
-	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
-	--list) list=1; shift ;;
-	*) usage ;;
-	esac
+	[ "$1" != --list ] || { list=1; shift; continue; }
+	case $1 in --jobs | --only) [ $# -ge 2 ] || usage ;; *) usage ;; esac
+	declare "${1#--}=$2"
+	shift 2
 done
 [ -f "$jobs/plan" ] || { echo "$prog: no plan in '$jobs' (--jobs DIR)" >&2; exit 2; }
 

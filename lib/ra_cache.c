@@ -30,38 +30,70 @@
 /* A walk unmaps what lies this many bytes behind it, to bound its RSS. */
 #define RA_WALK_ZAP		(16UL << 20)
 
+/* Rounds of ra_drop_cache(), each after writeback and a syncfs(). */
+#define RA_DROP_ROUNDS		3
+
+/* cachestat() has one number on every architecture (since 6.5). */
+#ifndef __NR_cachestat
+#define __NR_cachestat		451
+#endif
+
 /**
  * ra_drop_cache() - empty a file's page cache and check that it is empty
+ * @fs: filesystem of the file; @fs->why gets what stayed, or the error
  * @fd: open file, not mapped anywhere
  * @size: file size in bytes
  *
- * Uses POSIX_FADV_DONTNEED (never /proc/sys/vm/drop_caches) and verifies
- * with mincore() that no page of the file is resident.
+ * Uses POSIX_FADV_DONTNEED (never /proc/sys/vm/drop_caches), which drops
+ * only clean, unlocked folios that nothing else holds: a folio still
+ * dirty or under writeback stays, and so does one whose buffers its
+ * filesystem cannot release yet (a journal commit pending). So when
+ * mincore() still finds pages, each further round writes the file back
+ * (fdatasync()) and syncs its filesystem (syncfs(): the journal commits
+ * and writeback completes) before dropping again, RA_DROP_ROUNDS rounds
+ * in all.
  *
- * Return: 0 when nothing is resident, -1 otherwise (errno set; EBUSY
- * when pages stayed resident).
+ * Return: 0 when nothing is resident; KSFT_SKIP with @fs->why naming
+ * what stayed (pages, and of them dirty and under writeback, from
+ * cachestat()); -1 with @fs->why set on error.
  */
-int ra_drop_cache(int fd, size_t size)
+int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 {
-	long resident;
-	int err;
+	struct cachestat_range range = { 0, size };
+	struct cachestat cs = { 0 };
+	long resident = 0;
+	int round, err;
 	void *p;
 
-	err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	if (err) {
-		errno = err;
-		return -1;
-	}
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return -1;
-	resident = ra_resident_pages(p, size);
-	munmap(p, size);
-	if (resident) {
-		errno = resident < 0 ? errno : EBUSY;
-		return -1;
+		return ra_fs_fail(fs, "mapping the file to see its page cache");
+	for (round = 0; round < RA_DROP_ROUNDS; round++) {
+		if (round && (fdatasync(fd) || syncfs(fd)))
+			break;
+		err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		if (err) {
+			errno = err;
+			break;
+		}
+		resident = ra_resident_pages(p, size);
+		if (resident <= 0)
+			break;
 	}
-	return 0;
+	err = errno;
+	munmap(p, size);
+	if (!resident)
+		return 0;
+	if (resident < 0 || round < RA_DROP_ROUNDS) {
+		errno = err;
+		return ra_fs_fail(fs, "dropping the file from the page cache");
+	}
+	syscall(__NR_cachestat, fd, &range, &cs, 0);
+	snprintf(fs->why, sizeof(fs->why),
+		 "%ld pages (%llu dirty, %llu under writeback) of the file stayed in the page cache after %d rounds of syncfs() and POSIX_FADV_DONTNEED",
+		 resident, (unsigned long long)cs.nr_dirty,
+		 (unsigned long long)cs.nr_writeback, RA_DROP_ROUNDS);
+	return KSFT_SKIP;
 }
 
 /**
@@ -372,6 +404,23 @@ long ra_random_phase(const char *map, unsigned int nr, size_t spacing)
 }
 
 /**
+ * ra_thrash_bound() - most pages a fault of a thrashing reader may read
+ * @fs: filesystem of the file, at the read_ahead_kb of the faults
+ *
+ * Once mmap_miss is past MMAP_LOTSAMISS, a fault reads the one folio it
+ * needs; read-around back reads ra_pages. The bound is their geometric
+ * mean, sqrt(folio pages * ra_pages): at read_ahead_kb 16384 ra_pages is
+ * 256 folios or more (64 KiB folios, 4 KiB pages), so healthy and broken
+ * each lie 16x or more from it.
+ *
+ * Return: the bound in pages per fault.
+ */
+long ra_thrash_bound(const struct ra_fs *fs)
+{
+	return ra_isqrt(ra_folio_size(fs) / fs->page_size * ra_pages(fs));
+}
+
+/**
  * ra_map_pmd_aligned() - map a file range at a PMD-aligned address
  * @fd: the file
  * @off: file offset of the range in bytes, a multiple of @pmd
@@ -413,11 +462,6 @@ unsigned long ra_isqrt(unsigned long n)
 		r++;
 	return r;
 }
-
-/* cachestat() has one number on every architecture (since 6.5). */
-#ifndef __NR_cachestat
-#define __NR_cachestat		451
-#endif
 
 /**
  * ra_cachestat() - folios of a file range in the page cache, by cachestat()

@@ -8,6 +8,7 @@
 #ifndef __RA_CACHE_H__
 #define __RA_CACHE_H__
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <limits.h>
@@ -35,7 +36,7 @@ struct ra_walk {
 	bool stopped;
 };
 
-int ra_drop_cache(int fd, size_t size);
+int ra_drop_cache(struct ra_fs *fs, int fd, size_t size);
 long ra_resident_pages(const void *addr, size_t len);
 long ra_majflt(void);
 long ra_limit(long bound);
@@ -51,6 +52,7 @@ void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
 size_t ra_slot_spot(size_t base, size_t len, size_t folio,
 		    unsigned int *seed);
 long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
+long ra_thrash_bound(const struct ra_fs *fs);
 char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);
 long ra_cachestat(int fd, size_t off, size_t len);
@@ -98,6 +100,44 @@ static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
 
 	ASSERT_GE(majflt, 2 * (long)nr / 3)
 		TH_LOG("random faults were not page cache misses: the test proves nothing");
+}
+
+/*
+ * A thrashing reader's state (ra_assert_thrashing()): the file opened
+ * cold at read_ahead_kb RA_THRASH_WARM_KB, RA_THRASH_FAULTS single-page
+ * faults RA_THRASH_SPACING apart (no page cache folio is larger, no
+ * read-around window wider), then read_ahead_kb RA_THRASH_KB.
+ */
+#define RA_THRASH_FAULTS	(RA_MMAP_LOTSAMISS + 10)
+#define RA_THRASH_SPACING	(2UL << 20)
+#define RA_THRASH_WARM_KB	128UL
+#define RA_THRASH_KB		16384UL
+
+/**
+ * ra_assert_thrashing() - put a struct file in a thrashing reader's state
+ * @_metadata: the running test
+ * @fs: filesystem of the file, at read_ahead_kb RA_THRASH_WARM_KB
+ * @fd: the file, opened cold at that read_ahead_kb
+ * @map: mapping of the file from offset 0, RA_THRASH_FAULTS *
+ *	RA_THRASH_SPACING bytes or more
+ *
+ * ra_assert_random_phase(), so that mmap_miss passes MMAP_LOTSAMISS at
+ * the cost of small reads; then read_ahead_kb RA_THRASH_KB, copied into
+ * the struct file by POSIX_FADV_NORMAL (mmap_miss stays); then the
+ * faulted range is dropped from the page cache. From here each fault
+ * should read only the folio it needs, whatever it hits: ra_thrash_bound()
+ * per fault.
+ */
+static inline void ra_assert_thrashing(struct __test_metadata *_metadata,
+				       struct ra_fs *fs, int fd,
+				       const char *map)
+{
+	ra_assert_random_phase(_metadata, map, RA_THRASH_FAULTS,
+			       RA_THRASH_SPACING);
+	ASSERT_EQ(0, ra_set_read_ahead_kb(fs, RA_THRASH_KB))
+		TH_LOG("%s", fs->why);
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL));
+	ASSERT_EQ(0, ra_uncache(map, RA_THRASH_FAULTS * RA_THRASH_SPACING));
 }
 #endif
 

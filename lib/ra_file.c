@@ -56,29 +56,33 @@ int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
 
 /**
  * ra_open_cold() - open a test file with an empty page cache
+ * @fs: filesystem of the file; @fs->why on skip or failure
  * @path: file to open read-only
+ * @fd: receives the file descriptor
  *
  * A fresh open() gives a fresh file->f_ra: mmap_miss is 0 and ra_pages is
- * the disk's current read_ahead_kb in pages.
+ * the disk's current read_ahead_kb in pages. The file's page cache is
+ * emptied with ra_drop_cache().
  *
- * Return: the file descriptor, or -1 on error (errno set).
+ * Return: 0; KSFT_SKIP or -1 with @fs->why set, and @fd closed.
  */
-int ra_open_cold(const char *path)
+int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
 {
 	struct stat st;
-	int fd;
+	int ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) || ra_drop_cache(fd, st.st_size)) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		return -1;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return ra_fs_fail(fs, "opening the test file");
+	if (fstat(*fd, &st))
+		ret = ra_fs_fail(fs, "reading the test file's size");
+	else
+		ret = ra_drop_cache(fs, *fd, st.st_size);
+	if (ret) {
+		close(*fd);
+		*fd = -1;
 	}
-	return fd;
+	return ret;
 }
 
 /**
@@ -110,9 +114,8 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		ra_restore_read_ahead_kb(fs);
 		return ret;
 	}
-	*fd = ra_open_cold(path);
-	if (*fd < 0) {
-		ret = ra_fs_fail(fs, "dropping test file from page cache");
+	ret = ra_open_cold(fs, path, fd);
+	if (ret) {
 		ra_fs_teardown(fs);
 		return ret;
 	}

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Compare the verdicts in a suite run's TAP with one column of the
-# expected-verdicts table.
+# expected-verdicts table: the project's one verdict comparison.
 #
-#   check-verdicts.sh COLUMN|SERIES TAPFILE [TABLE]
+#   check-verdicts.sh [--cells] COLUMN|SERIES TAPFILE [TABLE]
 #
 # COLUMN is a column name of the table (6.18, debian-7.3, emu-plain ...).
 # A bare series such as 7.3 names the column of that series: the column
@@ -13,12 +13,25 @@
 # test of the TAP that has no row, and per row whose number of fields
 # is not the "test" line's, and a summary; exits 1 if any, 2 on usage
 # errors.
+#
+# --cells prints instead every test, one line each, the table's rows in
+# its order and then the TAP's tests without a row: test, the verdict
+# expected (- where the table pins none, or has no such row or column),
+# the verdict seen (missing when the test did not report), and DIFFERS
+# when the two differ, tab-separated; exits 1 if any differs. The TAP is
+# read by scripts/tap-figures.awk.
+cells=0
+if [ "${1:-}" = --cells ]; then
+	cells=1
+	shift
+fi
 col=$1
 tap=$2
-table=${3:-$(dirname "$0")/../verdicts/expected.tsv}
+here=$(dirname "$0")
+table=${3:-$here/../verdicts/expected.tsv}
 
 if [ -z "$col" ] || [ ! -f "$tap" ] || [ ! -f "$table" ]; then
-	echo "usage: $0 COLUMN|SERIES TAPFILE [TABLE]" >&2
+	echo "usage: $0 [--cells] COLUMN|SERIES TAPFILE [TABLE]" >&2
 	exit 2
 fi
 
@@ -28,27 +41,24 @@ if echo "$col" | grep -Eq '^[0-9]+\.[0-9]+$' &&
 	col=debian-$col
 fi
 
-# Inner TAP lines of the harness, as printed through the kselftest runner
-# ("# ok 3 fixture.variant.test") or directly ("ok 3 ...").
-sed -n -E 's/^(# )*(not ok|ok) [0-9]+ ([a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+)(.*)$/\3 \2\4/p' "$tap" |
-	awk '{ v = ($2 == "not") ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok");
-	       print $1 "\t" v }' > "$tap.verdicts"
-
-awk -F '\t' -v col="$col" -v seen="$tap.verdicts" '
-	BEGIN { while ((getline line < seen) > 0) {
-			split(line, f, "\t"); got[f[1]] = f[2] } }
+awk -f "$here/tap-figures.awk" "$tap" |
+awk -F '\t' -v col="$col" -v cells="$cells" '
+	part == "tap" { split($0, f, "|"); if (!(f[1] in got)) seen[++ns] = f[1]
+			  got[f[1]] = f[2]; next }
 	/^#/ { next }
 	$1 == "test" { for (i = 2; i <= NF; i++) if ($i == col) c = i; nf = NF; next }
-	!c { print "no column " col " in the table"; bad = 1; exit }
+	!c && !cells { print "no column " col " in the table"; bad = 1; exit }
 	{ row[$1] }
-	NF != nf { printf "  %-48s %d fields, the test line has %d\n", $1, NF, nf; bad++ }
-	$c == "-" || $c == "" { next }
-	{ n++; v = ($1 in got) ? got[$1] : "missing"
-	  if (v != $c) { printf "  %-48s expected %-4s got %s\n", $1, $c, v; bad++ } }
-	END { if (c) for (t in got) if (!(t in row)) {
-			printf "  %-48s no row in the table (docs/adding-a-test.md)\n", t; bad++ }
-	      printf "verdicts vs %s: %d checked, %d differ\n", col, n, bad + 0
-	      exit bad ? 1 : 0 }' "$table"
-rc=$?
-rm -f "$tap.verdicts"
-exit $rc
+	NF != nf && !cells { printf "  %-48s %d fields, the test line has %d\n", $1, NF, nf; bad++ }
+	{ e = c ? $c : "-"; if (e == "") e = "-"
+	  v = ($1 in got) ? got[$1] : "missing"
+	  if (e != "-") n++
+	  d = e != "-" && v != e
+	  if (d) bad++
+	  if (cells) print $1 "\t" e "\t" v "\t" (d ? "DIFFERS" : "")
+	  else if (d) printf "  %-48s expected %-4s got %s\n", $1, e, v }
+	END { if (c || cells) for (i = 1; i <= ns; i++) if (!(seen[i] in row)) {
+		if (cells) { print seen[i] "\t-\t" got[seen[i]] "\t"; continue }
+		printf "  %-48s no row in the table (docs/adding-a-test.md)\n", seen[i]; bad++ }
+	      if (!cells) printf "verdicts vs %s: %d checked, %d differ\n", col, n, bad + 0
+	      exit bad ? 1 : 0 }' part=tap - part=table "$table"

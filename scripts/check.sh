@@ -77,6 +77,15 @@ no_leftovers() {
 
 column=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 
+# Whether every test of TAP file $1 skips (scripts/tap-figures.awk), each
+# for a reason that starts with $2; prints the first reason.
+all_skip() {
+	awk -f scripts/tap-figures.awk "$1" | awk -F '|' -v why="$2" '
+		NR == 1 { print $5 }
+		$2 != "skip" || index($5, why) != 1 { bad = 1 }
+		END { exit bad || !NR }'
+}
+
 if make -s clean && make -s all > "$work/gcc.log" 2>&1 &&
    ! grep -qi warning "$work/gcc.log"; then
 	pass "build with gcc -Wall -Wextra -Werror"
@@ -166,8 +175,7 @@ chmod 0755 "$work"
 for t in "$work"/bin/readahead_*; do
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$t" > "$work/nonroot.tap" 2>&1
 	rc=$?
-	if [ $rc -eq 0 ] && ! grep -q '^not ok' "$work/nonroot.tap" &&
-	   ! grep '^ok ' "$work/nonroot.tap" | grep -vq '# SKIP needs CAP_SYS_ADMIN'; then
+	if [ $rc -eq 0 ] && all_skip "$work/nonroot.tap" "needs CAP_SYS_ADMIN" > /dev/null; then
 		pass "$(basename "$t") as a normal user: all skip"
 	else
 		fail "$(basename "$t") as a normal user (exit $rc)"
@@ -183,9 +191,8 @@ else
 fi
 for dir in "$work/missing" /dev/shm; do
 	if READAHEAD_TEST_DIR=$dir build/readahead_vma_boundary > "$work/dir.tap" 2>&1 &&
-	   ! grep -q '^not ok' "$work/dir.tap" &&
-	   ! grep '^ok ' "$work/dir.tap" | grep -vq '# SKIP'; then
-		pass "READAHEAD_TEST_DIR=$dir skips: $(grep -m1 -o 'SKIP .*' "$work/dir.tap")"
+	   why=$(all_skip "$work/dir.tap" ""); then
+		pass "READAHEAD_TEST_DIR=$dir skips: SKIP $why"
 	else
 		fail "READAHEAD_TEST_DIR=$dir"
 	fi
@@ -234,29 +241,26 @@ fi
 
 # Real kernels: the suite in QEMU on Debian's newest 6.12, 6.18 and 7.3
 # cloud kernels, and on one 16 KiB-page and one 64 KiB-page kernel
-# (fetched once into the cache), each against its debian-<series>
-# column. RA_CHECK_DEBIAN=0 leaves it out.
+# (fetched once into the cache), run by vm/run-kernels.sh, each against
+# its debian-<series> column. RA_CHECK_DEBIAN=0 leaves it out.
 if [ "$full" = 1 ] && [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
-	for s in 6.12 6.18 7.3 7.3-arm64-16k 7.2-ppc64el-64k; do
-		start=$(date +%s)
-		if ! vm/debian-kernel.sh "$s" > "$work/kernel-$s" 2> "$work/kernel-$s.err"; then
-			fail "Debian $s kernel: $(tail -n 1 "$work/kernel-$s.err")"
-			continue
-		fi
-		kernel=$(sed -n 's/^KERNEL=//p' "$work/kernel-$s")
-		modules=$(sed -n 's/^MODULES=//p' "$work/kernel-$s")
-		arch=$(sed -n 's/^ARCH=//p' "$work/kernel-$s")
-		vm/run-vm.sh --kernel "$kernel" --modules "$modules" --build build${arch:+-$arch} \
-			> "$work/debian-$s.tap" 2> "$work/debian-$s.err"
-		rc=$?
-		if [ $rc -le 1 ] &&
-		   scripts/check-verdicts.sh "debian-$s" "$work/debian-$s.tap" > "$work/debian-$s.check"; then
-			pass "suite on Debian ${modules##*/} in QEMU matches column debian-$s ($(( $(date +%s) - start )) s)"
-		elif [ $rc -le 1 ]; then
-			fail "suite on Debian ${modules##*/} in QEMU differs from column debian-$s"
-			cat "$work/debian-$s.check"
+	debian=(debian-6.12 debian-6.18 debian-7.3 debian-7.3-arm64-16k debian-7.2-ppc64el-64k)
+	rc=0
+	vm/run-kernels.sh --taps "$work/debian" "${debian[@]}" 2> "$work/debian.log" || rc=$?
+	[ $rc = 0 ] || [ $rc = 3 ] || fail "Debian kernels (exit $rc): $(tail -n 1 "$work/debian.log")"
+	for col in "${debian[@]}"; do
+		tap=$work/debian/$col.tap
+		[ -f "$work/debian/$col.secs" ] || continue
+		read -r fetch suite < "$work/debian/$col.secs"
+		if [ ! -f "$tap" ] && [ "$fetch" = - ]; then
+			fail "Debian ${col#debian-} kernel: $(cat "$work/debian/$col.err")"
+		elif [ ! -f "$tap" ]; then
+			fail "suite on Debian ${col#debian-} in QEMU: $(cat "$work/debian/$col.err")"
+		elif scripts/check-verdicts.sh "$col" "$tap" > "$work/$col.check"; then
+			pass "suite on Debian $(sed -n '1s/^# guest kernel: //p' "$tap") in QEMU matches column $col ($((fetch + suite)) s)"
 		else
-			fail "suite on Debian $s in QEMU: $(tail -n 1 "$work/debian-$s.err")"
+			fail "suite on Debian $(sed -n '1s/^# guest kernel: //p' "$tap") in QEMU differs from column $col"
+			cat "$work/$col.check"
 		fi
 	done
 fi

@@ -38,16 +38,13 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-prog=${0##*/}
+# shellcheck source=scripts/cli.sh
+. "$top/scripts/cli.sh"
 keep=
 
 usage() {
 	sed -n '/^#   scripts\/fresh-check.sh/p' "$0" | sed 's/^# *//' >&2
 	exit 2
-}
-infra() {
-	echo "$prog: $*" >&2
-	exit 3
 }
 
 while [ $# -gt 0 ]; do
@@ -56,8 +53,8 @@ while [ $# -gt 0 ]; do
 	*) usage ;;
 	esac
 done
-[ "$(id -u)" = 0 ] || infra "needs root (chroot, mounts, the suite)"
-command -v mmdebstrap > /dev/null || infra "mmdebstrap not found (make deps)"
+[ "$(id -u)" = 0 ] || die "needs root (chroot, mounts, the suite)"
+command -v mmdebstrap > /dev/null || die "mmdebstrap not found (make deps)"
 if [ -n "$keep" ]; then
 	[ ! -e "$keep" ] || [ -d "$keep" ] || { echo "$prog: --keep $keep is not a directory" >&2; exit 2; }
 	if [ -d "$keep" ] && [ -n "$(ls -A "$keep")" ] && [ ! -e "$keep/.ra-fresh" ]; then
@@ -71,7 +68,7 @@ if [ -z "${RA_FRESH_NS:-}" ]; then
 	RA_FRESH_NS=1 exec unshare --mount --propagation private "$0" "$@"
 fi
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-[ -n "$codename" ] || infra "no VERSION_CODENAME in /etc/os-release"
+[ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
 sources=$("$top/vm/debian-apt.sh" sources) || exit 3
 
 # Roots of killed runs: their lock is free, their namespaces are gone.
@@ -79,14 +76,8 @@ for d in /var/tmp/ra-fresh.*; do
 	[ -d "$d" ] && [ -e "$d/.ra-fresh" ] && flock -n "$d/.ra-fresh" true &&
 		rm -rf --one-file-system "$d"
 done
-if [ -n "$keep" ]; then
-	mkdir -p "$keep"
-	work=$(cd "$keep" && pwd)
-else
-	work=$(mktemp -d /var/tmp/ra-fresh.XXXXXX)
-	trap 'rm -rf --one-file-system "$work"' EXIT
-	trap 'exit 130' INT TERM HUP
-fi
+work_dir "$keep" ra-fresh
+[ -n "$keep" ] || trap 'exit 130' INT TERM HUP
 exec 8>> "$work/.ra-fresh"
 flock -n 8 || { echo "$prog: $work is in use by another run" >&2; exit 3; }
 root=$work/root
@@ -113,13 +104,13 @@ if ! mmdebstrap --variant=minbase --include=make --skip=cleanup/apt/lists \
 	"${aptopts[@]}" "$codename" "$root" "${mirrors[@]}" \
 	> "$work/mmdebstrap.log" 2>&1; then
 	tail -5 "$work/mmdebstrap.log" >&2
-	infra "mmdebstrap of $codename failed (log: $(keep_log "$work/mmdebstrap.log"))"
+	die "mmdebstrap of $codename failed (log: $(keep_log "$work/mmdebstrap.log"))"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mkdir -p "$root/src"
 git -C "$top" ls-files -z --cached --others --exclude-standard |
 	(cd "$top" && xargs -0 cp --parents -t "$root/src" 2> /dev/null) || true
-[ -f "$root/src/Makefile" ] || infra "copying the checkout into $root/src failed"
+[ -f "$root/src/Makefile" ] || die "copying the checkout into $root/src failed"
 echo "$prog: minimal $codename root in $(( $(date +%s) - start )) s: $root"
 
 # The first missing command, header or module a log names, and the

@@ -28,7 +28,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-prog=${0##*/}
+# shellcheck source=scripts/cli.sh
+. "$top/scripts/cli.sh"
 series=7.3
 host=0
 install_only=0
@@ -39,10 +40,6 @@ modules=
 usage() {
 	sed -n '/^#   scripts\/intree-test.sh/,/^#  *vm\/debian-kernel.sh/s/^# \{0,1\}//p' "$0" >&2
 	exit 2
-}
-infra() {
-	echo "$prog: $*" >&2
-	exit 3
 }
 
 while [ $# -gt 0 ]; do
@@ -56,18 +53,12 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-if [ -n "$keep" ]; then
-	mkdir -p "$keep"
-	work=$(cd "$keep" && pwd)
-else
-	work=$(mktemp -d /var/tmp/ra-intree.XXXXXX)
-	trap 'rm -rf "$work"' EXIT
-fi
+work_dir "$keep" ra-intree
 src=${RA_SOURCE:-$("$top/vm/debian-apt.sh" source "$series")} ||
-	infra "linux-source-$series: download failed"
+	die "linux-source-$series: download failed"
 if [ "$host" = 0 ] && [ "$install_only" = 0 ] && [ -z "$kernel" ]; then
 	fetched=$("$top/vm/debian-kernel.sh" "$series") ||
-		infra "Debian's $series kernel: download failed"
+		die "Debian's $series kernel: download failed"
 	kernel=$(sed -n 's/^KERNEL=//p' <<< "$fetched")
 	modules=$(sed -n 's/^MODULES=//p' <<< "$fetched")
 fi
@@ -77,10 +68,10 @@ tree=$work/linux-source-$series
 rm -rf "$tree" "$work/install"
 tar -xJf "$src" -C "$work" --exclude="linux-source-$series/drivers" \
 	--exclude="linux-source-$series/Documentation" ||
-	infra "extracting $src failed"
+	die "extracting $src failed"
 "$top/scripts/install-in-tree.sh" "$tree" > /dev/null
 nice -n 10 make -s -C "$tree" headers > "$work/headers.log" 2>&1 ||
-	infra "make headers in $tree failed (see $work/headers.log)"
+	die "make headers in $tree failed (see $work/headers.log)"
 # The whole of mm, as CI builds it; our files must build without warning.
 if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
 	INSTALL_PATH="$work/install" install > "$work/build.log" 2>&1; then
@@ -88,7 +79,7 @@ if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
 	grep -E ': (command )?not found|: No such file or directory' "$work/build.log" |
 		head -3 >&2
 	grep -E 'error|Error' "$work/build.log" | head -5 >&2
-	infra "kselftest install of mm failed (see $work/build.log)"
+	die "kselftest install of mm failed (see $work/build.log)"
 fi
 bad=0
 if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/build.log"; then
@@ -131,7 +122,7 @@ else
 		--build "$work/install" --runner "$work/runner.sh" \
 		--timeout 2400 --log "$work/console.log" > "$work/tap"
 	rc=$?
-	[ "$rc" = 3 ] && infra "the guest failed (console log: $work/console.log)"
+	[ "$rc" = 3 ] && die "the guest failed (console log: $work/console.log)"
 	column=$(sed -n -E 's/^# guest kernel: ([0-9]+\.[0-9]+).*/\1/p' "$work/tap")
 fi
 set -e

@@ -212,10 +212,9 @@ leftovers() {
 		wc -l) loop mounts"
 }
 
-# "test<TAB>verdict" lines of a TAP file, as scripts/check-verdicts.sh reads them.
+# "test<TAB>verdict" lines of a TAP file (scripts/tap-figures.awk).
 verdicts() {
-	sed -n -E 's/^(# )*(not ok|ok) [0-9]+ ([a-z_0-9]+\.[a-z_0-9]+\.[a-z_0-9]+)(.*)$/\3 \2\4/p' "$1" |
-		awk '{ print $1 "\t" (($2 == "not") ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok")) }'
+	awk -f "$top/scripts/tap-figures.awk" "$1" | awk -F '|' '{ print $1 "\t" $2 }'
 }
 
 # One line per run in $work/runs: kind, run, column, seconds, leftovers,

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# Verdict, figure and bound of each test in a suite's TAP, one line a
-# test: "test|ok, FAIL or skip|figure|bound".
+# The project's one TAP reader: verdict, figure and bound of each test in
+# a suite's TAP, one line a test, "test|verdict|figure|bound|reason":
+# verdict ok, FAIL or skip, reason the text after "# SKIP" of a skip.
 #
 #   awk -f scripts/tap-figures.awk TAPFILE
 #
-# Figures are the lines lib/ra_cache.c's ra_figure() prints:
+# The TAP is the harness's as a test binary prints it ("ok 3 f.v.t") or
+# as the kselftest runner nests it ("# ok 3 f.v.t"). Figures are the
+# lines lib/ra_cache.c's ra_figure() prints:
 #   "figure <what>: <measured> <unit>, bound <bound>, ra_pages ..."
 # A test that prints several (one per window) is shown by the one
-# nearest to or furthest past its bound. Used by vm/history.sh and
-# validation/matrix.sh.
+# nearest to or furthest past its bound.
 /^(# )*#  RUN / { t = $NF == "..." ? $(NF - 1) : $NF; fig[t] = ""; worst[t] = -1; next }
 /^(# )*# figure .*: -?[0-9]+ [^,]+, bound -?[0-9]+, ra_pages / && t != "" {
 	line = $0
@@ -29,5 +31,7 @@
 /^(not ok|ok) [0-9]+ [a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+/ {
 	name = $1 == "not" ? $4 : $3
 	v = $1 == "not" ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok")
-	print name "|" v "|" fig[name] "|" bound[name]
+	why = ""
+	if (v == "skip") { why = $0; sub(/.*# SKIP */, "", why) }
+	print name "|" v "|" fig[name] "|" bound[name] "|" why
 }

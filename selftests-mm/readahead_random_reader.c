@@ -106,7 +106,7 @@ struct reader {
 };
 
 /* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	15
+#define TIMEOUT_S	12
 
 FIXTURE(random_reader) {
 	struct reader r;

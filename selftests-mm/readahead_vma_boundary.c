@@ -33,7 +33,7 @@
 	"mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
 /* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	10
+#define TIMEOUT_S	8
 
 FIXTURE(vma_boundary) {
 	struct ra_fs fs;

@@ -7,19 +7,9 @@
 #   validation/matrix.sh [--only COLUMN,...] [--full] [--results FILE]
 #                        [--taps DIR]
 #
-# Columns:
-#   6.18 (the running kernel's series)  the suite on this machine
-#   debian-<series>                     Debian's cloud kernel in QEMU
-#                                       (vm/debian-kernel.sh <series>;
-#                                       debian-7.2-arm64-16k and the like
-#                                       for other architectures)
-#   v7.3...                             linux-source-7.3 built by
-#                                       validation/build-kernel.sh, with
-#                                       the patches that
-#                                       validation/configurations lists
-#   v7.3-arm64-64k, v7.3-arm64-64k+...  the same for arm64 with 64 KiB
-#                                       pages (build-kernel.sh --arch
-#                                       arm64-64k)
+# Columns: the kernels vm/run-kernels.sh runs, named as its header and
+# the columns of verdicts/expected.tsv name them (6.18, debian-6.12,
+# v7.3+fixes, v7.3-arm64-64k ...).
 # Default: this machine, debian-6.1, debian-6.12, every configuration,
 # and the arm64 64 KiB-page ones of arm64_configs below.
 #
@@ -36,7 +26,9 @@
 # by this script.
 # --taps DIR keeps each column's TAP as DIR/<column>.tap, and a column
 # whose TAP is already there is not run again: a matrix can be run a
-# few columns at a time and tabulated whole at the end.
+# few columns at a time and tabulated whole at the end. The columns run
+# through vm/run-kernels.sh (its header says what else DIR holds); each
+# column's verdicts are judged by scripts/check-verdicts.sh --cells.
 # RA_MATRIX_JOBS (default 2) columns run at the same time.
 # Exit status: 0 when every cell is as expected, 1 otherwise, 2 on usage
 # errors, 3 when a kernel cannot be built, fetched or booted.
@@ -69,14 +61,17 @@ usage() {
 	exit 2
 }
 
-while [ $# -gt 0 ]; do
-	case $1 in
-	--only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
-	--results) [ $# -ge 2 ] || usage; results=$2; shift 2 ;;
-	--full) full=(--env READAHEAD_FULL_RUN=1); mark=full; shift ;;
-	--taps) [ $# -ge 2 ] || usage; taps=$2; shift 2 ;;
-	*) usage ;;
-	esac
+# --only, --results and --taps set the variable of their name.
+for ((; $#; )); do
+	if [ "$1" = --full ]; then
+		full=(--full)
+		mark=full
+		shift
+		continue
+	fi
+	if ! [[ $1 =~ ^--(only|results|taps)$ ]] || [ $# -lt 2 ]; then usage; fi
+	declare "${1#--}=$2"
+	shift 2
 done
 
 # --results rewrites the whole file: never one this script did not write.
@@ -98,130 +93,26 @@ fi
 out=$(mktemp -d /var/tmp/ra-matrix.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 tapdir=${taps:-$out}
-mkdir -p "$tapdir"
-# The build of each architecture a column needs (vm/run-vm.sh --build).
-build_of() {
-	case $1 in
-	*-arm64*) echo "$top/build-arm64" ;;
-	*-ppc64el*) echo "$top/build-powerpc" ;;
-	*) echo "$top/build" ;;
-	esac
-}
 make -s -C "$top" all > /dev/null
 case " ${columns[*]} " in *-arm64*) make -s -C "$top" ARCH=arm64 all > /dev/null ;; esac
 case " ${columns[*]} " in *-ppc64el*) make -s -C "$top" ARCH=powerpc all > /dev/null ;; esac
 
-# A TAP kept by an earlier run with --taps (kept only when the suite ran
-# to its end): the column is not run again.
-have_tap() {
-	[ -n "$taps" ] && [ -f "$tapdir/$1.tap" ]
-}
-
-# Build (or reuse) the kernels of the configuration columns, in one go.
-declare -A image=()
-wanted=()
-wanted_arm64=()
-for col in "${columns[@]}"; do
-	have_tap "$col" && continue
-	case " ${configs[*]} " in *" $col "*) wanted+=("$col") ;; esac
-	case " ${configs[*]/#v7.3/v7.3-arm64-64k} " in
-	*" $col "*) wanted_arm64+=("${col/#v7.3-arm64-64k/v7.3}") ;;
-	esac
-done
-rc=0
-if [ ${#wanted[@]} -gt 0 ]; then
-	"$here/build-kernel.sh" "${wanted[@]}" > "$out/images" || rc=$?
-	[ "$rc" = 0 ] || exit "$rc"
-	while IFS=$'\t' read -r col path; do
-		image[$col]=$path
-	done < "$out/images"
-fi
-if [ ${#wanted_arm64[@]} -gt 0 ]; then
-	"$here/build-kernel.sh" --arch arm64-64k "${wanted_arm64[@]}" > "$out/images" || rc=$?
-	[ "$rc" = 0 ] || exit "$rc"
-	while IFS=$'\t' read -r col path; do
-		image[${col/#v7.3/v7.3-arm64-64k}]=$path
-	done < "$out/images"
-fi
-
-# Every column must be known before anything runs.
-for col in "${columns[@]}"; do
-	have_tap "$col" || [ -n "${image[$col]+x}" ] || [[ $col == debian-* ]] ||
-		[ "$col" = "$host" ] || {
-		echo "unknown column $col (not this machine's $host, debian-*, or in validation/configurations)" >&2
-		exit 2
-	}
-done
-
-# One column's suite run, into $tapdir/<col>.tap.part; its exit status
-# into $out/<col>.rc.
-run_column() {
-	local col=$1 rc=0 patches kargs
-
-	if [ -n "${image[$col]+x}" ]; then
-		patches=$(paste -sd ' ' "$(dirname "${image[$col]}")/patches")
-		echo "== $col: linux-source-7.3 ${patches:-(pristine)}" >&2
-		"$top/vm/run-vm.sh" --kernel "${image[$col]}" --timeout "$timeout" \
-			--build "$(build_of "$col")" ${full[@]+"${full[@]}"} \
-			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || rc=$?
-	elif [[ $col == debian-* ]]; then
-		echo "== $col" >&2
-		if kargs=$("$top/vm/debian-kernel.sh" "${col#debian-}" 2> "$out/$col.err" |
-			   sed 's/^KERNEL=/--kernel /; s/^MODULES=/--modules /; /^ARCH=/d') &&
-		   [ -n "$kargs" ]; then
-			# shellcheck disable=SC2086 # two options and their paths
-			"$top/vm/run-vm.sh" --timeout "$timeout" --build "$(build_of "$col")" \
-				${full[@]+"${full[@]}"} $kargs \
-				> "$tapdir/$col.tap.part" 2>> "$out/$col.err" || rc=$?
-		else
-			: > "$tapdir/$col.tap.part"
-			rc=3
-		fi
-	else
-		echo "== $col: this machine" >&2
-		# make exits 2 when a test fails: the TAP tells.
-		READAHEAD_FULL_RUN=${full:+1} make -s -C "$top" run_tests \
-			> "$tapdir/$col.tap.part" 2> "$out/$col.err" || true
-	fi
-	echo "$rc" > "$out/$col.rc"
-}
-
-# Columns run RA_MATRIX_JOBS at a time (default 2: each guest has one
-# vCPU, and a run's verdicts do not depend on its speed).
-jobs_max=${RA_MATRIX_JOBS:-2}
-for col in "${columns[@]}"; do
-	if have_tap "$col"; then
-		echo "== $col: kept in $tapdir" >&2
-		continue
-	fi
-	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
-		wait -n || true
-	done
-	run_column "$col" &
-done
-wait
-
+# Each column's TAP into $tapdir, RA_MATRIX_JOBS (default 2) at a time:
+# each guest has one vCPU, and a run's verdicts do not depend on its
+# speed.
 infra=0
-for col in "${columns[@]}"; do
-	[ -f "$out/$col.rc" ] || continue
-	rc=$(cat "$out/$col.rc")
-	if [ "$rc" -le 1 ]; then
-		mv "$tapdir/$col.tap.part" "$tapdir/$col.tap"
-	else
-		echo "$col: $(tail -n 1 "$out/$col.err")" >&2
-		mv "$tapdir/$col.tap.part" "$out/$col.tap"
-		[ -z "$taps" ] || cp "$out/$col.tap" "$tapdir/$col.tap.failed"
-		[ "$rc" != 3 ] || infra=1
-	fi
-done
+"$top/vm/run-kernels.sh" --taps "$tapdir" --jobs "${RA_MATRIX_JOBS:-2}" \
+	--timeout "$timeout" ${full[@]+"${full[@]}"} "${columns[@]}" || infra=$?
+[ "$infra" = 0 ] || [ "$infra" = 3 ] || exit "$infra"
 
 # The TAP of a column: kept, or what a failed run printed.
 tap_of() {
-	if [ -f "$tapdir/$1.tap" ]; then echo "$tapdir/$1.tap"; else echo "$out/$1.tap"; fi
+	if [ -f "$tapdir/$1.tap" ]; then echo "$tapdir/$1.tap"; else echo "$tapdir/$1.tap.failed"; fi
 }
 
-# One row per test: for each column "expected/seen figure/bound", the
-# figure as scripts/tap-figures.awk picks it.
+# One row per test, the table's rows first: for each column
+# "expected/seen figure/bound", as scripts/check-verdicts.sh --cells
+# judges it and scripts/tap-figures.awk picks the figure.
 bad=0
 {
 	printf '| test |'
@@ -230,30 +121,25 @@ bad=0
 	for col in "${columns[@]}"; do printf -- '---|'; done
 	printf '\n'
 	for col in "${columns[@]}"; do
+		"$top/scripts/check-verdicts.sh" --cells "$col" "$(tap_of "$col")" "$table" |
+			sed "s/^/$col\t/" || bad=1
+	done > "$out/cells.tsv"
+	for col in "${columns[@]}"; do
 		awk -f "$top/scripts/tap-figures.awk" "$(tap_of "$col")" |
-			awk -F '|' -v col="$col" '{
-				print $1 "\t" col "\t" $2 "\t" ($2 == "skip" || $3 == "" ? "" : $3 "/" $4) }'
-	done > "$out/seen.tsv"
-	awk -F '\t' -v cols="${columns[*]}" -v seenf="$out/seen.tsv" '
-		function row(t, known,    i, e, g, mark) {
-			printf "| %s |", t
-			for (i = 1; i <= nc; i++) {
-				e = (known && (c[i] in idx)) ? $(idx[c[i]]) : "-"
-				g = (((t, c[i]) in v)) ? v[t, c[i]] : "missing"
-				mark = (e == "-" || e == g) ? "" : " **DIFFERS**"
-				if (mark != "") bad++
-				printf " %s/%s %s%s |", e, g, fg[t, c[i]], mark }
-			printf "\n"; done[t] = 1 }
-		BEGIN { nc = split(cols, c, " ")
-			while ((getline l < seenf) > 0) {
-				split(l, s, "\t"); v[s[1], s[2]] = s[3]; fg[s[1], s[2]] = s[4]
-				if (!(s[1] in seen)) { seen[s[1]] = 1; order[++ns] = s[1] } } }
-		/^#/ { next }
-		$1 == "test" { for (i = 2; i <= NF; i++) idx[$i] = i; next }
-		{ row($1, 1) }
-		# Tests the table does not list yet: shown, not judged.
-		END { for (i = 1; i <= ns; i++) if (!(order[i] in done)) row(order[i], 0)
-		      exit bad ? 1 : 0 }' "$table" || bad=1
+			awk -F '|' -v col="$col" '$2 != "skip" && $3 != "" { print col "\t" $1 "\t" $3 "/" $4 }'
+	done > "$out/figures.tsv"
+	awk -F '\t' -v cols="${columns[*]}" '
+		part == "figures" { fg[$1, $2] = $3; next }
+		{ if (!($2 in known)) { known[$2]; order[++nt] = $2 }
+		  cell[$1, $2] = $3 "/" $4 " " fg[$1, $2] ($5 == "" ? "" : " **" $5 "**") }
+		# A cell of a test that only another column reports: unpinned,
+		# unseen.
+		END { nc = split(cols, c, " ")
+		      for (t = 1; t <= nt; t++) {
+			printf "| %s |", order[t]
+			for (i = 1; i <= nc; i++)
+				printf " %s |", ((c[i], order[t]) in cell) ? cell[c[i], order[t]] : "-/missing "
+			printf "\n" } }' part=figures "$out/figures.tsv" part=cells "$out/cells.tsv"
 } > "$out/table.md"
 
 # The one-line summary of a patch: its Subject: line (folded lines
@@ -417,7 +303,7 @@ fi
 for col in "${columns[@]}"; do
 	# 7.3's kselftest runner nests the harness's TAP header: "# TAP version".
 	grep -Eq '^# guest kernel|^(# )*TAP version' "$(tap_of "$col")" ||
-		{ echo "$col: no TAP"; tail -n 3 "$out/$col.err"; bad=1; }
+		{ echo "$col: no TAP"; tail -n 3 "$tapdir/$col.log" 2> /dev/null; bad=1; }
 done
 [ "$infra" = 0 ] || { echo "matrix: a kernel did not boot or could not be fetched"; exit 3; }
 [ "$bad" -eq 0 ] && echo "matrix: every cell as expected" || echo "matrix: cells differ"

@@ -48,18 +48,14 @@
 
 set -euo pipefail
 
-prog=${0##*/}
+# shellcheck source=scripts/cli.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 suite=
 cache=${RA_APT_CACHE:-/var/cache/readahead-selftests/apt}
 extra_suites="trixie trixie-backports sid experimental"
 host_arch=$(dpkg --print-architecture)
 # The architectures the VM runner boots (vm/run-vm.sh).
 arches=$(printf '%s\n' "$host_arch" arm64 ppc64el | sort -u | paste -sd, -)
-
-die() {
-	echo "$prog: $*" >&2
-	exit 3
-}
 
 usage() {
 	sed -n '4,/^# The private state/{/^# The private state/d; s/^# \{0,1\}//p; }' "$0" >&2
@@ -68,16 +64,7 @@ usage() {
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--cache)
-		[ $# -ge 2 ] || usage
-		cache=$2
-		shift 2
-		;;
-	--suite)
-		[ $# -ge 2 ] || usage
-		suite=$2
-		shift 2
-		;;
+	--cache | --suite) [ $# -ge 2 ] || usage; declare "${1#--}=$2"; shift 2 ;;
 	-h | --help) usage ;;
 	*) break ;;
 	esac

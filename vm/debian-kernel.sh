@@ -62,7 +62,8 @@
 
 set -euo pipefail
 
-prog=${0##*/}
+# shellcheck source=scripts/cli.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_KERNEL_CACHE:-/var/cache/readahead-selftests/debian}
 apt=$here/debian-apt.sh
@@ -72,11 +73,6 @@ arch_given=
 flavour_given=
 list=0
 
-die() {
-	echo "$prog: $*" >&2
-	exit 3
-}
-
 usage() {
 	sed -n '4,/^# --list/{/^# --list/d; s/^# \{0,1\}//p; }' "$0" >&2
 	exit 2
@@ -85,28 +81,14 @@ usage() {
 series=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--cache)
+	--cache | --arch | --flavour)
 		[ $# -ge 2 ] || usage
-		cache=$2
+		declare "${1#--}=$2" "${1#--}_given=1"
 		shift 2
 		;;
-	--arch | --flavour)
-		[ $# -ge 2 ] || usage
-		eval "${1#--}=\$2 ${1#--}_given=1"
-		shift 2
-		;;
-	--list)
-		list=1
-		shift
-		;;
-	-h | --help | -*)
-		usage
-		;;
-	*)
-		[ -z "$series" ] || usage
-		series=$1
-		shift
-		;;
+	--list) list=1; shift ;;
+	-*) usage ;;
+	*) [ -z "$series" ] || usage; series=$1; shift ;;
 	esac
 done
 [ -n "$series" ] || usage

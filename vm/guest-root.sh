@@ -22,33 +22,22 @@
 
 set -euo pipefail
 
-prog=${0##*/}
+# shellcheck source=scripts/cli.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_GUEST_ROOT_CACHE:-/var/cache/readahead-selftests/guest-root}
 programs="busybox-static e2fsprogs xfsprogs mount dash coreutils bash"
-
-die() {
-	echo "$prog: $*" >&2
-	exit 3
-}
 
 usage() {
 	sed -n '4,/^# Default cache/{/^# Default cache/d; s/^# \{0,1\}//p; }' "$0" >&2
 	exit 2
 }
 
-while [ $# -gt 0 ]; do
-	case $1 in
-	--cache)
-		[ $# -ge 2 ] || usage
-		cache=$2
-		shift 2
-		;;
-	-*) usage ;;
-	*) break ;;
-	esac
-done
-[ $# -eq 1 ] || usage
+if [ "${1:-}" = --cache ] && [ $# -ge 2 ]; then
+	cache=$2
+	shift 2
+fi
+if [ $# -ne 1 ] || [[ $1 == -* ]]; then usage; fi
 arch=$1
 case $arch in
 arm64 | ppc64el) ;;

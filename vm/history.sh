@@ -12,20 +12,20 @@
 #                 architecture runs DIR-<arch> (build-arm64/, as make
 #                 ARCH=arm64 builds it)
 #   --out FILE    the table (default: verdicts/HISTORY.md)
-#   --logs DIR    keep each kernel's TAP there as <release>.tap, and its
-#                 fetch and suite seconds as <release>.secs (default:
-#                 /var/cache/readahead-selftests/history)
+#   --logs DIR    keep each kernel's TAP and times there, as
+#                 vm/run-kernels.sh --taps does, debian-<series>.tap
+#                 (default: /var/cache/readahead-selftests/history)
 #   --full        whole figures (READAHEAD_FULL_RUN=1) instead of the
 #                 early-stop ones
-#   --reuse       take a kernel's TAP and times kept in --logs by an
+#   --reuse       take a series' TAP and times kept in --logs by an
 #                 earlier run instead of running it again (to redo only
 #                 the table; the TAP must come from the same suite)
 #   --series LIST the series, oldest first (default: all below); a
 #                 series of another architecture or page size is named
 #                 as vm/debian-kernel.sh takes it (7.2-arm64-16k)
 #
-# Each kernel is fetched with vm/debian-kernel.sh and booted with
-# vm/run-vm.sh under TCG, one after the other. Each cell of the table has
+# vm/run-kernels.sh fetches each kernel with vm/debian-kernel.sh and
+# boots it with vm/run-vm.sh under TCG, one after the other. Each cell of the table has
 # the verdict and the figure the test printed (major faults); each column
 # is also compared with its debian-<series> column of
 # verdicts/expected.tsv. A series that cannot be fetched, or a kernel that
@@ -54,7 +54,7 @@ all_series="6.1 6.12 6.16 6.17 6.18 6.19 7.0 7.1 7.2 7.3 7.2-arm64
 series=$all_series
 
 usage() {
-	sed -n '4,/^# Each kernel/{/^# Each kernel/d; s/^# \{0,1\}//p; }' "$0" >&2
+	sed -n '4,/^# vm\/run-kernels.sh fetches/{/^# vm\/run-kernels.sh fetches/d; s/^# \{0,1\}//p; }' "$0" >&2
 	exit 2
 }
 
@@ -83,13 +83,6 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 done
-[ -d "$build" ] || { echo "$prog: no build directory $build (make all first)" >&2; exit 2; }
-for s in $series; do
-	case $s in
-	*-arm64*) [ -d "$build-arm64" ] || { echo "$prog: no build directory $build-arm64 (make ARCH=arm64 first)" >&2; exit 2; } ;;
-	*-ppc64el*) [ -d "$build-powerpc" ] || { echo "$prog: no build directory $build-powerpc (make ARCH=powerpc first)" >&2; exit 2; } ;;
-	esac
-done
 for s in $series; do
 	[[ $s =~ ^[0-9]+\.[0-9]+(-[a-z0-9]+(-[0-9]+k)?)?$ ]] ||
 		{ echo "$prog: bad series '$s'" >&2; exit 2; }
@@ -100,65 +93,31 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/history.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # A failing walk stops just past its bound unless --full.
-vm_env=()
+full_arg=()
 at_least='>='
 if [ "$full" = 1 ]; then
-	vm_env=(--env READAHEAD_FULL_RUN=1)
+	full_arg=(--full)
 	at_least=
 fi
 
-# One kernel: fetch, run, keep the TAP. Writes $work/<series>.info:
-# release, fetch seconds, suite seconds, error, separated by "|".
-run_series() {
-	local s=$1 t0 t1 release='' fetch='' suite='' err='' kernel modules rc
-	local arch dir=$build
+# Every series' TAP and times into $logs, one kernel after the other.
+columns=()
+for s in $series; do
+	columns+=("debian-$s")
+	[ "$reuse" = 1 ] || rm -f "$logs/debian-$s.tap"
+done
+rc=0
+"$here/run-kernels.sh" --taps "$logs" --build "$build" ${full_arg[@]+"${full_arg[@]}"} \
+	"${columns[@]}" || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 3 ] || exit "$rc"
 
-	t0=$EPOCHSECONDS
-	if ! "$here/debian-kernel.sh" "$s" > "$work/$s.kernel" 2> "$work/$s.fetch"; then
-		err=$(tail -n 1 "$work/$s.fetch")
-	else
-		fetch=$((EPOCHSECONDS - t0))
-		kernel=$(sed -n 's/^KERNEL=//p' "$work/$s.kernel")
-		modules=$(sed -n 's/^MODULES=//p' "$work/$s.kernel")
-		release=${modules##*/}
-		arch=$(sed -n 's/^ARCH=//p' "$work/$s.kernel")
-		[ -z "$arch" ] || dir=$build-$arch
-		rc=0
-		if [ "$reuse" = 1 ] && [ -s "$logs/$release.tap" ] && [ -s "$logs/$release.secs" ]; then
-			echo "$prog: $s: $release, kept TAP" >&2
-			read -r fetch suite < "$logs/$release.secs"
-		else
-			echo "$prog: $s: $release fetched in $fetch s, running the suite" >&2
-			t1=$EPOCHSECONDS
-			"$here/run-vm.sh" --kernel "$kernel" --modules "$modules" \
-				--build "$dir" --timeout 3600 ${vm_env[@]+"${vm_env[@]}"} \
-				> "$logs/$release.tap" 2> "$work/$s.vm" || rc=$?
-			suite=$((EPOCHSECONDS - t1))
-			echo "$fetch $suite" > "$logs/$release.secs"
-		fi
-		if [ "$rc" -ge 2 ]; then
-			err=$(grep -v 'suite exited with status' "$work/$s.vm" | tail -n 1)
-			[ -n "$err" ] || err="run-vm.sh exited with status $rc"
-		else
-			cp "$logs/$release.tap" "$work/$s.tap"
-		fi
-	fi
-	[ -z "$err" ] || echo "$prog: $s: $err" >&2
-	printf '%s|%s|%s|%s\n' "$release" "$fetch" "$suite" "$err" > "$work/$s.info"
-}
-
-# Verdict, figure and bound of each test in a TAP file (see
-# scripts/tap-figures.awk).
-parse_tap() {
-	awk -f "$top/scripts/tap-figures.awk" "$1"
-}
-
+# The cells of each series that ran (scripts/tap-figures.awk), and its
+# comparison with its column.
 failed_series=0
 for s in $series; do
-	run_series "$s"
-	if [ -f "$work/$s.tap" ]; then
-		parse_tap "$work/$s.tap" > "$work/$s.cells"
-		"$top/scripts/check-verdicts.sh" "debian-$s" "$work/$s.tap" > "$work/$s.check" 2>&1 || true
+	if [ -f "$logs/debian-$s.tap" ]; then
+		awk -f "$top/scripts/tap-figures.awk" "$logs/debian-$s.tap" > "$work/$s.cells"
+		"$top/scripts/check-verdicts.sh" "debian-$s" "$logs/debian-$s.tap" > "$work/$s.check" 2>&1 || true
 	else
 		failed_series=$((failed_series + 1))
 	fi
@@ -216,7 +175,7 @@ git -C "$top" diff --quiet HEAD 2> /dev/null || commit=$commit-dirty
 			if [ -f "$work/$s.cells" ]; then
 				line=$(awk -F '|' -v t="$t" '$1 == t' "$work/$s.cells")
 				if [ -n "$line" ]; then
-					IFS='|' read -r _ v fig b <<< "$line"
+					IFS='|' read -r _ v fig b _ <<< "$line"
 					[ -n "$bound" ] || bound=$b
 					case $v in
 					skip) cell=skip ;;
@@ -252,10 +211,11 @@ git -C "$top" diff --quiet HEAD 2> /dev/null || commit=$commit-dirty
 	echo "| series | kernel release | fetch (s) | suite under TCG (s) | vs verdicts/expected.tsv |"
 	echo "|---|---|---|---|---|"
 	for s in $series; do
-		IFS='|' read -r release fetch suite err < "$work/$s.info"
-		if [ -n "$err" ]; then
-			echo "| $s | - | ${fetch:--} | ${suite:--} | not run: $err |"
+		{ read -r fetch suite < "$logs/debian-$s.secs"; } 2> /dev/null || fetch=- suite=-
+		if [ ! -f "$work/$s.cells" ]; then
+			echo "| $s | - | $fetch | $suite | not run: $(cat "$logs/debian-$s.err") |"
 		else
+			release=$(sed -n '1s/^# guest kernel: //p' "$logs/debian-$s.tap")
 			check=$(tail -n 1 "$work/$s.check" 2> /dev/null | sed 's/^verdicts vs //')
 			echo "| $s | $release | $fetch | $suite | $check |"
 		fi

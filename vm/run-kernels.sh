@@ -1,0 +1,205 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the suite on a list of kernels and keep each one's TAP: the driver
+# of validation/matrix.sh (the kill matrix) and vm/history.sh (Debian's
+# kernels), which differ only in their lists.
+#
+#   vm/run-kernels.sh --taps DIR [--full] [--jobs N] [--timeout SECONDS]
+#                     [--build DIR] COLUMN...
+#
+# A COLUMN names a kernel as a column of verdicts/expected.tsv does:
+#   the running kernel's series (6.18)  this machine (make run_tests)
+#   debian-<series>                     Debian's newest kernel of the
+#                                       series (vm/debian-kernel.sh
+#                                       <series>: debian-7.3,
+#                                       debian-7.2-arm64-16k), in QEMU
+#   v7.3, v7.3+<change>                 linux-source-7.3 as
+#                                       validation/build-kernel.sh builds
+#                                       it for that line of
+#                                       validation/configurations, in QEMU
+#   v7.3-arm64-64k[+<change>]           the same for arm64 with 64 KiB
+#                                       pages (build-kernel.sh --arch
+#                                       arm64-64k)
+# Every column is checked, and the validation kernels built in one go,
+# before the first runs.
+#
+#   --taps DIR    where each column's files go (below)
+#   --full        READAHEAD_FULL_RUN=1: no walk stops at its bound
+#   --jobs N      columns run at the same time (default 1)
+#   --timeout S   seconds a guest may run (default 3600)
+#   --build DIR   the built suite (default build/); a kernel of another
+#                 architecture runs DIR-arm64 or DIR-powerpc
+#
+# In DIR, per column: <column>.tap when the suite ran to its end, and a
+# column whose <column>.tap is there already is not run again (a list can
+# be run a few columns at a time); else <column>.tap.failed, what the run
+# printed, and <column>.err, why it did not end (one line); and always
+# <column>.secs, the seconds spent fetching the kernel and running the
+# suite ("-" where not reached), and <column>.log, the run's stderr. A
+# line per column on stderr.
+#
+# Exit status: 0 when every column ran to its end (whatever its
+# verdicts); 2 on usage errors; 3 when a kernel could not be built,
+# fetched or booted (the other columns run all the same).
+set -euo pipefail
+
+prog=${0##*/}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+taps=
+build=$top/build
+full=()
+full_run=
+jobs=1
+timeout=3600
+
+usage() {
+	sed -n '8,9s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+
+# Each option with a value sets the variable of its name.
+while [ $# -gt 0 ]; do
+	case $1 in
+	--full) full=(--env READAHEAD_FULL_RUN=1); full_run=1; shift; continue ;;
+	--taps | --jobs | --timeout | --build) [ $# -ge 2 ] || usage ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+	declare "${1#--}=$2"
+	shift 2
+done
+if [ -z "$taps" ] || [ $# -eq 0 ]; then usage; fi
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || usage
+mkdir -p "$taps"
+columns=("$@")
+
+host=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
+mapfile -t configs < <("$top/validation/build-kernel.sh" --list)
+
+# The build of the architecture a column runs (vm/run-vm.sh --build).
+build_of() {
+	case $1 in
+	*-arm64*) echo "$build-arm64" ;;
+	*-ppc64el*) echo "$build-powerpc" ;;
+	*) echo "$build" ;;
+	esac
+}
+
+# Every column to run known, and its build there, before anything runs.
+for col in "${columns[@]}"; do
+	[ ! -f "$taps/$col.tap" ] || continue
+	case " $host ${configs[*]} ${configs[*]/#v7.3/v7.3-arm64-64k} " in
+	*" $col "*) ;;
+	*)
+		[[ $col =~ ^debian-[0-9]+\.[0-9]+(-[a-z0-9]+(-[0-9]+k)?)?$ ]] || {
+			echo "$prog: unknown column $col (not this machine's $host, debian-<series>, or in validation/configurations)" >&2
+			exit 2
+		}
+		;;
+	esac
+	[ -d "$(build_of "$col")" ] ||
+		{ echo "$prog: no build directory $(build_of "$col") (make all, with ARCH=arm64 or powerpc for another architecture)" >&2; exit 2; }
+done
+
+# The validation kernels of the columns not kept, built (or reused) in
+# one go per architecture.
+declare -A image=()
+wanted=()
+wanted_arm64=()
+for col in "${columns[@]}"; do
+	[ ! -f "$taps/$col.tap" ] || continue
+	case " ${configs[*]} " in *" $col "*) wanted+=("$col") ;; esac
+	case " ${configs[*]/#v7.3/v7.3-arm64-64k} " in
+	*" $col "*) wanted_arm64+=("${col/#v7.3-arm64-64k/v7.3}") ;;
+	esac
+done
+images=$(mktemp "${TMPDIR:-/tmp}/run-kernels.XXXXXX")
+trap 'rm -f "$images"' EXIT
+built=0
+if [ ${#wanted[@]} -gt 0 ]; then
+	"$top/validation/build-kernel.sh" "${wanted[@]}" > "$images" || built=$?
+	while IFS=$'\t' read -r col path; do
+		image[$col]=$path
+	done < "$images"
+fi
+if [ ${#wanted_arm64[@]} -gt 0 ]; then
+	"$top/validation/build-kernel.sh" --arch arm64-64k "${wanted_arm64[@]}" > "$images" || built=$?
+	while IFS=$'\t' read -r col path; do
+		image[${col/#v7.3/v7.3-arm64-64k}]=$path
+	done < "$images"
+fi
+
+# One column: fetch (Debian's), run, keep; its stderr in $taps/<col>.log.
+run_column() {
+	local col=$1 t0 fetch=- suite=- rc=0 patches kernel err
+	local -a kargs=()
+
+	rm -f "$taps/$col.tap.failed" "$taps/$col.err"
+	: > "$taps/$col.log"
+	t0=$EPOCHSECONDS
+	if [[ $col == v7.3* ]] && [ -z "${image[$col]+x}" ]; then
+		rc=3
+		err="not built: validation/build-kernel.sh exited with status $built"
+	elif [ -n "${image[$col]+x}" ]; then
+		patches=$(paste -sd ' ' "$(dirname "${image[$col]}")/patches")
+		echo "== $col: linux-source-7.3 ${patches:-(pristine)}" >&2
+		kargs=(--kernel "${image[$col]}")
+	elif [[ $col == debian-* ]]; then
+		if kernel=$("$here/debian-kernel.sh" "${col#debian-}" 2> "$taps/$col.log"); then
+			fetch=$((EPOCHSECONDS - t0))
+			kargs=(--kernel "$(sed -n 's/^KERNEL=//p' <<< "$kernel")"
+			       --modules "$(sed -n 's/^MODULES=//p' <<< "$kernel")")
+			echo "== $col: ${kargs[3]##*/}, fetched in $fetch s" >&2
+		else
+			rc=3
+			err=$(tail -n 1 "$taps/$col.log")
+		fi
+	else
+		echo "== $col: this machine" >&2
+	fi
+	t0=$EPOCHSECONDS
+	if [ "$rc" != 0 ]; then
+		: > "$taps/$col.tap.part"
+	elif [ ${#kargs[@]} -gt 0 ]; then
+		"$here/run-vm.sh" "${kargs[@]}" --build "$(build_of "$col")" \
+			--timeout "$timeout" ${full[@]+"${full[@]}"} \
+			> "$taps/$col.tap.part" 2>> "$taps/$col.log" || rc=$?
+		suite=$((EPOCHSECONDS - t0))
+		if [ "$rc" -ge 2 ]; then
+			err=$(grep -v 'suite exited with status' "$taps/$col.log" | tail -n 1 || true)
+			[ -n "$err" ] || err="run-vm.sh exited with status $rc"
+		fi
+	else
+		# make exits 2 when a test fails: the TAP tells.
+		READAHEAD_FULL_RUN=$full_run make -s -C "$top" OUTPUT="$build" run_tests \
+			> "$taps/$col.tap.part" 2>> "$taps/$col.log" || true
+		suite=$((EPOCHSECONDS - t0))
+	fi
+	echo "$fetch $suite" > "$taps/$col.secs"
+	if [ "$rc" -le 1 ]; then
+		mv "$taps/$col.tap.part" "$taps/$col.tap"
+	else
+		mv "$taps/$col.tap.part" "$taps/$col.tap.failed"
+		echo "$err" > "$taps/$col.err"
+		echo "$prog: $col: $err" >&2
+	fi
+}
+
+ran=()
+for col in "${columns[@]}"; do
+	if [ -f "$taps/$col.tap" ]; then
+		echo "== $col: kept in $taps" >&2
+		continue
+	fi
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n || true
+	done
+	ran+=("$col")
+	run_column "$col" &
+done
+wait
+for col in ${ran[@]+"${ran[@]}"}; do
+	[ ! -f "$taps/$col.err" ] || exit 3
+done
