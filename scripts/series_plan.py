@@ -237,6 +237,10 @@ def units(lines):
                 i += 1
             i += 1
             continue
+        if not out and start < i:
+            # The file's head (SPDX line, comment) stays as it is.
+            out.append((start, i - 1, 'keep', set(), set(), group))
+            start = i
         pending = None
         if line.startswith('#'):
             j = i
@@ -244,7 +248,7 @@ def units(lines):
                 j += 1
             text = '\n'.join(lines[i:j + 1])
             m = re.match(r'#\s*define\s+(\w+)', text)
-            if m:
+            if m and not re.fullmatch(r'_[A-Z0-9_]*SOURCE', m.group(1)):
                 kind, defs = 'define', {m.group(1)}
                 refs = set(IDENT.findall(strip_code(text[m.end():])))
             else:
