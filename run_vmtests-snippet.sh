@@ -11,6 +11,7 @@
 #	mmap readahead: major faults of patterned reads of cold files
 #
 # run_test:
+CATEGORY="readahead" run_test ./readahead_advice
 CATEGORY="readahead" run_test ./readahead_async_marker
 CATEGORY="readahead" run_test ./readahead_descending
 CATEGORY="readahead" run_test ./readahead_exec_mapping
@@ -21,3 +22,4 @@ CATEGORY="readahead" run_test ./readahead_thp_disabled
 CATEGORY="readahead" run_test ./readahead_thrash_locked
 CATEGORY="readahead" run_test ./readahead_thrash_workingset
 CATEGORY="readahead" run_test ./readahead_vma_boundary
+CATEGORY="readahead" run_test ./readahead_window

@@ -507,6 +507,25 @@ long ra_cached_pages(int fd, const char *map, size_t off, size_t len)
 }
 
 /**
+ * ra_uncached_pages() - pages of a file range not in the page cache
+ * @fd: the file
+ * @map: a mapping of the whole file, from offset 0
+ * @off: file offset of the range in bytes, page-aligned
+ * @len: length of the range in bytes, a whole number of pages
+ *
+ * The complement of ra_cached_pages(): what a read that should cover the
+ * range left out of it.
+ *
+ * Return: the number of pages, or -1 on error (errno set).
+ */
+long ra_uncached_pages(int fd, const char *map, size_t off, size_t len)
+{
+	long n = ra_cached_pages(fd, map, off, len);
+
+	return n < 0 ? n : (long)(len / psize()) - n;
+}
+
+/**
  * ra_drop_range() - unmap a file range and drop it from the page cache
  * @fd: the file
  * @map: a mapping of the whole file, from offset 0

@@ -57,6 +57,7 @@ char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);
 long ra_cachestat(int fd, size_t off, size_t len);
 long ra_cached_pages(int fd, const char *map, size_t off, size_t len);
+long ra_uncached_pages(int fd, const char *map, size_t off, size_t len);
 void ra_drop_range(int fd, char *map, size_t off, size_t len);
 
 #ifdef __KSELFTEST_HARNESS_H

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Exec mappings: read-around must keep running for a PROT_EXEC mapping
- * after random faults, whatever mmap_miss says.
- *
+ * after random faults, whatever mmap_miss says, and never read past the
+ * VMA (stays_in_vma, whose bound is told with it).
  * Program text is read at random, so a VM_EXEC fault neither adds to nor
  * takes from file->f_ra.mmap_miss and reads from the faulting folio up to
  * ra_pages forwards. A kernel that gates VM_EXEC faults by mmap_miss
@@ -29,6 +29,7 @@
 #define SEQ_SIZE	(128UL << 20)
 #define RANDOM_KB	512UL
 #define SEQ_KB		8192UL
+#define VMA_KB		16384UL
 #define SUSPECT \
 	"VM_EXEC faults gated by mmap_miss, which random faults left above MMAP_LOTSAMISS (no exec bypass)"
 
@@ -124,6 +125,60 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, TIMEOUT_S)
 			 walk.majflt, "major faults", bound, SUSPECT,
 			 "after %zu of %zu pages", walk.touched, SEQ_SIZE / ps);
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
+}
+
+/*
+ * The VM_EXEC read-around reads ra_pages from the faulting folio forwards
+ * and stops at the end of the VMA ("Limit to the boundaries of the VMA to
+ * avoid reading in any pad that might exist between sections"). Measured:
+ * pages cached past the end of an exec mapping of one ra window of the
+ * file after a fault three quarters into it. Bound: ra_pages / 20.
+ * Healthy: none. Broken (no clamp, or a read-around centred on the fault
+ * as before 6.16): three quarters or a quarter of a window, 5x to 15x
+ * over; no bound can be 10x from both kinds.
+ */
+TEST_F(exec_mapping, stays_in_vma)
+{
+	size_t ra = VMA_KB * 1024, fault = 3 * ra / 4;
+	unsigned long ra_pages = ra / self->fs.page_size;
+	long inside, past;
+	char *vma;
+	int ret;
+
+	self->size = 4 * ra;
+	/* At most the window and what a broken kernel reads past the VMA. */
+	ret = ra_need_memory(&self->fs, 2 * ra);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ret = ra_file_map(&self->fs, self->size, VMA_KB, &self->fd, &self->map);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	/*
+	 * A MAP_PRIVATE PROT_READ|PROT_EXEC mapping of the file's second
+	 * window, as a loader maps a text segment; the rest of the file
+	 * stands for what lies between segments:
+	 *
+	 *   file  0        1 ra                  2 ra              4 ra
+	 *         |--------|==============x=====|-----------------|
+	 *   VMA            [ exec mapping  ^     ]  past the VMA: cold
+	 *                                  fault, 0.75 ra into it
+	 */
+	vma = mmap(NULL, ra, PROT_READ | PROT_EXEC, MAP_PRIVATE, self->fd, ra);
+	if (vma == MAP_FAILED && (errno == EPERM || errno == EACCES))
+		SKIP(return, "%s is mounted noexec", self->fs.dir);
+	ASSERT_NE(MAP_FAILED, vma);
+	FORCE_READ(vma[fault]);
+	past = ra_cached_pages(self->fd, self->map, 2 * ra, 2 * ra);
+	inside = ra_uncached_pages(self->fd, self->map, ra + fault, ra - fault);
+	munmap(vma, ra);
+	RA_EXPECT_FIGURE(&self->fs, "exec read-around past its VMA", past,
+			 "pages cached", ra_pages / 20,
+			 "VM_EXEC read-around not limited to the faulting VMA",
+			 "fault %zu pages before the VMA end",
+			 (ra - fault) / self->fs.page_size);
+	ASSERT_GE((long)ra_pages / 20, inside)
+		TH_LOG("%ld pages up to the VMA end uncached: no exec read-around",
+		       inside);
 }
 
 TEST_HARNESS_MAIN

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Readahead advice: what MADV_RANDOM, MADV_WILLNEED, POSIX_FADV_WILLNEED,
+ * POSIX_FADV_SEQUENTIAL, POSIX_FADV_NORMAL and MADV_HUGEPAGE promise a
+ * program that maps a cold file.
+ * Measured: the pages of a file range a fault or a hint brings into the
+ * page cache (cachestat(), else mincore()), inside and outside the range
+ * the hint asks for, or the major faults of a walk. Bounds are in pages
+ * of ra_pages (read_ahead_kb 16 MiB: 4096 pages at 4 KiB, 256 at 64 KiB)
+ * and of folios, a tenth of what a broken kernel gives, where a healthy
+ * one gives none of it; each test says its bound and both figures.
+ * Broken: the hint ignored or misread, so that a range stays cold, a
+ * window keeps the wrong size, or a random fault reads a whole window.
+ * Healthy: exactly the range or window the hint stands for.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vm_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
+
+#define RA_KB		16384UL
+/* The file, in ra windows: every probe lies well inside it. */
+#define FILE_WINDOWS	8
+/* Faults of madv_random, one per slot of two windows; its file. */
+#define RANDOM_FAULTS	3
+#define RANDOM_WINDOWS	12
+/* The in-order walk of madv_random_exec. */
+#define EXEC_WALK	(128UL << 20)
+/* The forced THP readahead folio size since 7.3, whatever the PMD. */
+#define THP_CAP		(2UL << 20)
+/* Room for two uncapped folios of 128 MiB (arm64, 64 KiB pages). */
+#define THP_FILE	(512UL << 20)
+#define THP_RA_KB	128UL
+
+FIXTURE(advice) {
+	struct ra_fs fs;
+	int fd;
+	char *map;
+	char *map2;
+	size_t size;
+	size_t ra;		/* ra window in bytes */
+	unsigned long ra_pages;
+	size_t folio;
+};
+
+FIXTURE_VARIANT(advice) {
+	const struct ra_fs_kind *fs;
+};
+
+FIXTURE_VARIANT_ADD(advice, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(advice, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(advice, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(advice, xfs_64k) { .fs = &ra_xfs_64k };
+
+FIXTURE_SETUP(advice)
+{
+	int ret = ra_fs_setup(&self->fs, variant->fs);
+
+	self->fd = -1;
+	self->map2 = MAP_FAILED;
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	/* At most three windows cached at once, or one walk. */
+	ret = ra_need_memory(&self->fs, ra_walk_bytes(RA_KB) +
+			     2 * RA_KB * 1024);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->folio = ra_folio_size(&self->fs);
+}
+
+FIXTURE_TEARDOWN(advice)
+{
+	if (self->map2 != MAP_FAILED)
+		munmap(self->map2, self->size);
+	ra_teardown(&self->fs, self->map, self->size, self->fd);
+}
+
+/* Make and map the cold test file of @windows ra windows at RA_KB. */
+static int advice_file(struct ra_fs *fs, int *fd, char **map, size_t *size,
+		       size_t *ra, unsigned long *ra_pages, size_t windows)
+{
+	*ra = RA_KB * 1024;
+	*size = windows * *ra;
+	*ra_pages = *ra / fs->page_size;
+	return ra_file_map(fs, *size, RA_KB, fd, map);
+}
+
+/*
+ * Touch every page of [@off, @off + @len) of @map that is in the page
+ * cache, in order, and no other: a fault on a resident page reads
+ * nothing itself, so whatever is read past the range is readahead.
+ */
+static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
+{
+	unsigned char *vec = malloc(len / ps);
+	size_t i;
+
+	if (!vec || mincore((void *)(map + off), len, vec)) {
+		free(vec);
+		return -1;
+	}
+	for (i = 0; i < len / ps; i++)
+		if (vec[i] & 1)
+			FORCE_READ(map[off + i * ps]);
+	free(vec);
+	return 0;
+}
+
+/*
+ * MADV_RANDOM (VM_RAND_READ): a fault reads only the folio it needs, from
+ * the first fault on, and a PG_readahead marker it reaches starts no
+ * async readahead. Bound per fault: 10 folios. Healthy: 1 folio, 10x
+ * under. Broken (read-around): ra_pages, 25x over (64 KiB folios on 4 KiB
+ * pages) or more. The marker: bound ra_pages / 20 read past the window,
+ * healthy none, broken half a window or more of async readahead, 10x over.
+ */
+TEST_F(advice, madv_random)
+{
+	size_t ps = self->fs.page_size, probe, win, past_off;
+	long cached, bound, past;
+	int i, ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, RANDOM_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
+
+	/*
+	 * One fault in the middle of each slot of two windows, so that a
+	 * read-around would stay inside the slot:
+	 *
+	 *   0        2 ra       4 ra       6 ra              12 ra
+	 *   |----x----|----x----|----x----|........ ... ......|
+	 *        ^ a fault at 1 ra, 3 ra, 5 ra; 6 ra on is for the marker
+	 */
+	for (i = 0; i < RANDOM_FAULTS; i++)
+		FORCE_READ(self->map[(2 * i + 1) * self->ra]);
+	cached = ra_cached_pages(self->fd, self->map, 0, 6 * self->ra);
+	ASSERT_LE(0, cached);
+	bound = 10 * RANDOM_FAULTS * (self->folio / ps);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM faults", cached, "pages",
+			 bound, "VM_RAND_READ ignored, a fault reads around instead of its folio",
+			 "%d faults, %zu pages a folio", RANDOM_FAULTS,
+			 self->folio / ps);
+	ASSERT_LE(1, cached) TH_LOG("nothing read: the faults did not happen");
+
+	/*
+	 * A plain mapping of the same struct file reads around a fault at
+	 * 8 ra, PG_readahead somewhere in what it reads; the MADV_RANDOM
+	 * mapping then touches every cached page there, the marker too:
+	 *
+	 *   7.5 ra         8 ra          9 ra                     12 ra
+	 *   |==============x=============|------------------------|
+	 *    read-around by the plain map, past it: stays cold
+	 *    wherever it lies
+	 */
+	self->map2 = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map2);
+	probe = 8 * self->ra;
+	win = probe - self->ra / 2;
+	past_off = probe + self->ra;
+	FORCE_READ(self->map2[probe]);
+	ASSERT_EQ(0, touch_cached(self->map, win, past_off - win, ps));
+	past = ra_cached_pages(self->fd, self->map, past_off,
+			       self->size - past_off);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM faults on a read-around",
+			 past, "pages past it", self->ra_pages / 20,
+			 "async readahead runs for a VM_RAND_READ mapping",
+			 "window of %lu pages", self->ra_pages);
+	/* Control: the same touches through the plain mapping start it. */
+	ASSERT_EQ(0, touch_cached(self->map2, win, past_off - win, ps));
+	past = ra_cached_pages(self->fd, self->map, past_off,
+			       self->size - past_off);
+	ASSERT_LE((long)self->ra_pages / 4, past)
+		TH_LOG("the plain mapping read %ld pages past it: no marker to test",
+		       past);
+}
+
+/*
+ * MADV_RANDOM on a PROT_EXEC mapping: the VM_EXEC read-around, meant for
+ * random access, still reads ra_pages from each fault. Measured: major
+ * faults of an in-order walk of 128 MiB. Bound: sqrt(windows * folios)
+ * of the walk, 128 (64 KiB folios) to 512 (4 KiB). Healthy: one per ra
+ * window, 8, 16x under or more. Broken (VM_RAND_READ stops it): one per
+ * folio, 16x over or more.
+ */
+TEST_F_TIMEOUT(advice, madv_random_exec, 180)
+{
+	size_t ps = self->fs.page_size;
+	struct ra_walk walk;
+	long bound;
+	int ret;
+
+	self->ra = RA_KB * 1024;
+	self->size = EXEC_WALK;
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->map = mmap(NULL, self->size, PROT_READ | PROT_EXEC, MAP_PRIVATE,
+			 self->fd, 0);
+	if (self->map == MAP_FAILED && (errno == EPERM || errno == EACCES))
+		SKIP(return, "%s is mounted noexec", self->fs.dir);
+	ASSERT_NE(MAP_FAILED, self->map);
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
+	bound = ra_isqrt(self->size / self->ra * (self->size / self->folio));
+
+	ra_walk_pages(self->map, self->size / ps, false, ra_limit(bound),
+		      &walk);
+	RA_EXPECT_FIGURE(&self->fs, "in-order walk, PROT_EXEC and MADV_RANDOM",
+			 walk.majflt, "major faults", bound,
+			 "VM_RAND_READ stops the VM_EXEC read-around",
+			 "after %zu of %zu pages", walk.touched,
+			 self->size / ps);
+	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
+}
+
+/*
+ * A WILLNEED hint on a cold range of one ra window (force_page_cache_ra()
+ * reads up to max(io_pages, ra_pages) pages a call) brings all of it into
+ * the page cache, and nothing else. Bounds: ra_pages / 10 left uncached
+ * inside, ra_pages / 10 cached outside. Healthy: none of either. Broken
+ * (hint ignored or its offset misread): the whole range, 10x over.
+ * The mapping starts two windows into the file, so that the VMA's file
+ * offset counts:
+ *
+ *   file  0          2 ra        3 ra        4 ra           8 ra
+ *         |----------|===========|-----------|-- ... -------|
+ *   map              [ advised   ] ...
+ */
+static void willneed(struct __test_metadata *_metadata, struct ra_fs *fs,
+		     int fd, char *map, char *vma, size_t ra, bool madv)
+{
+	unsigned long ra_pages = ra / fs->page_size;
+	long inside, outside;
+	int err;
+
+	err = madv ? madvise(vma, ra, MADV_WILLNEED) :
+		     posix_fadvise(fd, 2 * ra, ra, POSIX_FADV_WILLNEED);
+	ASSERT_EQ(0, err);
+	inside = ra_uncached_pages(fd, map, 2 * ra, ra);
+	outside = ra_cached_pages(fd, map, 0, FILE_WINDOWS * ra) -
+		  ra_cached_pages(fd, map, 2 * ra, ra);
+	RA_EXPECT_FIGURE(fs, madv ? "MADV_WILLNEED range" :
+			 "POSIX_FADV_WILLNEED range", inside,
+			 "pages left uncached", ra_pages / 10,
+			 "WILLNEED read nothing, or another range",
+			 "of %lu pages advised", ra_pages);
+	RA_EXPECT_FIGURE(fs, madv ? "MADV_WILLNEED outside the range" :
+			 "POSIX_FADV_WILLNEED outside the range", outside,
+			 "pages cached", ra_pages / 10,
+			 "WILLNEED read another range than advised",
+			 "file of %d ra windows", FILE_WINDOWS);
+}
+
+TEST_F(advice, madv_willneed)
+{
+	char *vma;
+	int ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	vma = mmap(NULL, 2 * self->ra, PROT_READ, MAP_SHARED, self->fd,
+		   2 * self->ra);
+	ASSERT_NE(MAP_FAILED, vma);
+	willneed(_metadata, &self->fs, self->fd, self->map, vma, self->ra,
+		 true);
+	munmap(vma, 2 * self->ra);
+}
+
+TEST_F(advice, fadv_willneed)
+{
+	int ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	willneed(_metadata, &self->fs, self->fd, self->map, NULL, self->ra,
+		 false);
+}
+
+/*
+ * POSIX_FADV_SEQUENTIAL, and POSIX_FADV_NORMAL after it if @normal, then
+ * one cold fault at 4 ra through the plain mapping. Read-around reads the
+ * file's ra window, 2 * ra_pages after POSIX_FADV_SEQUENTIAL and ra_pages
+ * after POSIX_FADV_NORMAL; the count is of two windows on either side, so
+ * that it does not hang on where the window lies (the window tests' job):
+ *
+ *   2 ra      3 ra            4 ra            5 ra      6 ra
+ *   |---------|=======,=======x=======,=======|---------|
+ *              after SEQUENTIAL; after NORMAL only between the commas
+ *
+ * Return: the pages of [2 ra, 6 ra) in the page cache, or -1.
+ */
+static long window_pages(int fd, char *map, size_t ra, bool normal)
+{
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ||
+	    (normal && posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL)))
+		return -1;
+	FORCE_READ(map[4 * ra]);
+	return ra_cached_pages(fd, map, 2 * ra, 4 * ra);
+}
+
+/*
+ * POSIX_FADV_SEQUENTIAL doubles file->f_ra.ra_pages, and read-around
+ * reads that window. Bound: ra_pages / 10 short of 2 * ra_pages.
+ * Healthy: none short. Broken (no doubling): ra_pages short, 10x over.
+ */
+TEST_F(advice, fadv_sequential)
+{
+	long pages;
+	int ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	pages = window_pages(self->fd, self->map, self->ra, false);
+	ASSERT_LE(0, pages);
+	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_SEQUENTIAL",
+			 2 * (long)self->ra_pages - pages,
+			 "pages short of twice ra_pages", self->ra_pages / 10,
+			 "POSIX_FADV_SEQUENTIAL did not double ra_pages",
+			 "%ld pages read", pages);
+}
+
+/*
+ * POSIX_FADV_NORMAL after POSIX_FADV_SEQUENTIAL puts the disk's ra_pages
+ * back. Bound: ra_pages / 10 read beyond ra_pages. Healthy: none. Broken
+ * (the doubled window kept): ra_pages beyond, 10x over. At least
+ * ra_pages - ra_pages / 10 must be read, or there is no window to test.
+ */
+TEST_F(advice, fadv_normal)
+{
+	long pages;
+	int ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	pages = window_pages(self->fd, self->map, self->ra, true);
+	ASSERT_LE(0, pages);
+	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_NORMAL",
+			 pages - (long)self->ra_pages, "pages beyond ra_pages",
+			 self->ra_pages / 10,
+			 "POSIX_FADV_NORMAL left the doubled ra_pages of POSIX_FADV_SEQUENTIAL",
+			 "%ld pages read", pages);
+	ASSERT_LE((long)(self->ra_pages - self->ra_pages / 10), pages)
+		TH_LOG("only %ld pages read: no read-around to measure", pages);
+}
+
+/*
+ * A MADV_HUGEPAGE fault reads the two THP_CAP-aligned folios of THP_CAP
+ * from the fault (forced THP readahead, capped at 2 MiB in 7.3: where
+ * the PMD is larger, 32 MiB on arm64 16 KiB pages and 512 MiB on 64 KiB,
+ * folios of the largest page cache order would be read). Bounds: a tenth
+ * of a 2 MiB folio, uncached inside the two folios and cached outside.
+ * Healthy: none of either. Broken: uncapped, two folios of the mapping's
+ * largest order cached (32 MiB on 16 KiB pages, 128 MiB on 64 KiB, 8 MiB
+ * for ext4 there), 64x over or more; a plain read-around of 128 KiB
+ * instead, 4 MiB less 128 KiB uncached, 19x over. On x86-64 the cap is
+ * the PMD: only the second breakage can show there.
+ */
+TEST_F(advice, madv_hugepage_2m)
+{
+	size_t ps = self->fs.page_size, fault, start;
+	unsigned long pmd = read_pmd_pagesize();
+	long inside, outside, bound = THP_CAP / ps / 10;
+	int ret;
+
+	if (!pmd)
+		SKIP(return, "transparent hugepages not available");
+	self->size = THP_FILE;
+	ret = ra_file_map(&self->fs, self->size, THP_RA_KB, &self->fd,
+			  &self->map);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_HUGEPAGE));
+
+	/*
+	 * A fault 3 MiB past 128 MiB: where the uncapped folio would start,
+	 * and well inside the file on every side:
+	 *
+	 *   128 MiB    130       131       134 MiB                 384 MiB
+	 *   |----------|=========x=========|---- ... uncapped ... -|
+	 *               two 2 MiB folios
+	 */
+	fault = (128UL << 20) + 3 * (THP_CAP / 2);
+	start = fault & ~(THP_CAP - 1);
+	FORCE_READ(self->map[fault]);
+	inside = ra_uncached_pages(self->fd, self->map, start, 2 * THP_CAP);
+	outside = ra_cached_pages(self->fd, self->map, 0, self->size) -
+		  ra_cached_pages(self->fd, self->map, start, 2 * THP_CAP);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, outside two 2 MiB folios",
+			 outside, "pages cached", bound,
+			 "forced THP readahead folios not capped at 2 MiB",
+			 "PMD %lu bytes", pmd);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, the two 2 MiB folios",
+			 inside, "pages left uncached", bound,
+			 "no forced THP readahead, a plain read-around",
+			 "PMD %lu bytes", pmd);
+}
+
+TEST_HARNESS_MAIN
