@@ -39,8 +39,8 @@
 #define SUSPECT \
 	"read-around overtook the PG_readahead marker, async readahead found no hole within one window"
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	10
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	6
 
 FIXTURE(async_marker) {
 	struct ra_fs fs;

@@ -43,7 +43,7 @@
 	"read-around not centred on a descending fault (read only ahead of it?)"
 #define PLAIN_RA_KB	16384UL
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
 #define TIMEOUT_S	5
 
 FIXTURE(descending) {
@@ -207,7 +207,7 @@ TEST_F_TIMEOUT(descending, ascending_control, TIMEOUT_S)
  * per folio, 2048 at 64 KiB folios to 32768 at 4 KiB): 181 to 724, 11x
  * from either side or more.
  */
-TEST_F_TIMEOUT(descending, plain_mapping, 180)
+TEST_F_TIMEOUT(descending, plain_mapping, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
 	unsigned long halves = 2 * SEQ_SIZE / (PLAIN_RA_KB * 1024);

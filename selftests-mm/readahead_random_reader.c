@@ -105,8 +105,8 @@ struct reader {
 	size_t strides_off;	/* file offset of the stride walks */
 };
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	12
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	7
 
 FIXTURE(random_reader) {
 	struct reader r;

@@ -33,7 +33,7 @@
 #define SUSPECT \
 	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
 #define TIMEOUT_S	5
 
 FIXTURE(read_around) {

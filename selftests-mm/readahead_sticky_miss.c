@@ -35,8 +35,8 @@
 #define SUSPECT \
 	"mmap_miss stuck above MMAP_LOTSAMISS, read-around and async readahead never restart (sticky mmap_miss)"
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	10
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	6
 
 FIXTURE(sticky_miss) {
 	struct ra_fs fs;

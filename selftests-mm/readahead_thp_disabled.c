@@ -32,7 +32,7 @@
 #define SUSPECT \
 	"do_set_pmd() maps a PMD-sized folio by a PMD where THP is disabled (no vma_thp_disabled() check)"
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
 #define TIMEOUT_S	5
 
 FIXTURE(thp_disabled) {

@@ -46,8 +46,8 @@ struct faulter {
 	long faults;	/* minor and major faults of its last access */
 };
 
-/* Two rounds' STATE_WAIT_S and the rest; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	25
+/* One round's STATE_WAIT_S and the rest; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	15
 
 FIXTURE(thrash) {
 	struct ra_fs fs;

@@ -33,8 +33,8 @@
 #define SUSPECT \
 	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself"
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	10
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
 
 FIXTURE(thrash) {
 	struct ra_fs fs;

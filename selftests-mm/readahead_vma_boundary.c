@@ -32,8 +32,8 @@
 #define SUSPECT \
 	"mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
-/* Slowest case measured x15; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	8
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
 
 FIXTURE(vma_boundary) {
 	struct ra_fs fs;
