@@ -244,13 +244,16 @@ done
 # No internal configuration name in a changelog or cover letter (the
 # diffs are our sources): the columns of verdicts/expected.tsv and the
 # changes they name, our files.
+# A change named as a test is (madv_random) names the test.
 internal=$(sed -n 's/^test\t//p' "$top/verdicts/expected.tsv" | tr '\t' '\n' |
-	sed -n 's/^[^+]*+\([a-z0-9]*_[a-z0-9_]*\)$/\1/p' | sort -u | paste -sd '|')
-internal+='|v7\.3[+-]|debian-[0-9]|kill[ -]matrix|expected\.tsv|RESULTS\.md'
+	sed -n 's/^[^+]*+\([a-z0-9]*_[a-z0-9_]*\)$/\1/p' | sort -u |
+	grep -vxF -f <(sed -n 's/^[a-z_0-9]*\.[a-z_0-9]*\.\([a-z_0-9]*\)\t.*/\1/p' \
+		"$top/verdicts/expected.tsv" | sort -u) | paste -sd '|')
+internal+='|v7\.3[+-]|debian-[0-9]|[Kk]ill[ -]matrix|expected\.tsv|RESULTS\.md'
 internal+='|validation/|[a-z0-9-]+\.patch\b'
 for p in "$out"/*/0*.patch; do
 	sed '/^diff --git /,$d' "$p" |
-		grep -nEi "(^|[^A-Za-z0-9_])($internal)" |
+		grep -nE "(^|[^A-Za-z0-9_])($internal)" |
 		sed "s|^|${p#"$out"/}:|" || true
 done > "$work/internal.log"
 if [ -s "$work/internal.log" ]; then
