@@ -8,7 +8,8 @@
 #                              make clean (let no QEMU run use build/
 #                              meanwhile), the build (gcc and clang,
 #                              -Werror; gcc for arm64 and ppc64le, static),
-#                              checkpatch --strict, the fio job files of
+#                              checkpatch --strict, the series plan's
+#                              verdicts, the fio job files of
 #                              make bench (fio --parse-only), the suite on
 #                              the running kernel against the column its
 #                              series names in verdicts/expected.tsv (see
@@ -114,6 +115,15 @@ if make -s checkpatch > "$work/checkpatch.log" 2>&1; then
 	pass "checkpatch.pl --strict"
 else
 	fail "checkpatch.pl --strict"; grep -E 'ERROR|WARNING|CHECK' "$work/checkpatch.log"
+fi
+
+# The series plan (scripts/series_plan.py): every test has a series, and
+# each series' verdicts are what it is planned by.
+if scripts/series_plan.py verdicts > "$work/plan.log" 2>&1 &&
+   ! scripts/series_plan.py plan | grep '^problem ' >> "$work/plan.log"; then
+	pass "series plan: $(scripts/series_plan.py plan | grep -c '^series ') series, verdicts as planned"
+else
+	fail "series plan"; cat "$work/plan.log"
 fi
 
 # The fio job files of make bench parse (the bench itself is no test).

@@ -11,13 +11,15 @@
 #
 # What changes in the tree's mm directory:
 #   - the tests and lib/*.[ch] are copied in;
-#   - Makefile: each test added to TEST_GEN_FILES at its sorted place; for
-#     each, a link rule for the lib's ra_fs.c, ra_file.c and ra_cache.c
-#     beside the other helper rules, and "LDLIBS += -lcap" beside
-#     mlock-random-test's; a test that includes ra_cgroup.h (thrash)
-#     links ra_cgroup.c and the cgroup selftests' library as well
-#     ($(LIBCGROUP_O) of ../cgroup/lib/libcgroup.mk, included after lib.mk
-#     as other selftests do, once such a test is installed);
+#   - Makefile: each test added to a list at its sorted place, before
+#     the TEST_PROGS lines: READAHEAD_CGROUP_TESTS when it includes
+#     ra_cgroup.h (thrash), READAHEAD_TESTS otherwise; both lists go into
+#     TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
+#     links every readahead test with the lib's other .c files and -lcap,
+#     and, once a cgroup test is installed, one more links those with
+#     ra_cgroup.c and the cgroup selftests' library ($(LIBCGROUP_O) of
+#     ../cgroup/lib/libcgroup.mk, included after lib.mk as other
+#     selftests do);
 #   - run_vmtests.sh: a "readahead" category (help text and one run_test
 #     line per test, both from run_vmtests-snippet.sh, before the summary;
 #     a test without its line there is refused);
@@ -26,8 +28,11 @@
 #     created and added there at its sorted place;
 #   - .gitignore, when it lists binaries one by one (6.x; 7.x ignores
 #     everything but sources);
-#   - config: the options the tests need that it lacks.
+#   - config: the options the installed tests need that it lacks; in
+#     our config a comment "# <glob>[, <glob>]: why" says which tests
+#     (selftests-mm names) need the options below it.
 # Running it again changes nothing.
+# shellcheck disable=SC2016 # make's $(...) in single quotes
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,9 +60,9 @@ for t in $tests; do
 	cp "$top/selftests-mm/$t.c" "$mm/"
 done
 cp "$top"/lib/*.[ch] "$mm/"
-# What every test links; a test in a cgroup adds the cgroup part.
-lib_c="ra_fs.c ra_file.c ra_cache.c"
-cgroup_c="ra_cgroup.c \$(LIBCGROUP_O)"
+# What every test links: the lib's .c files but the cgroup part, which
+# only a test in a cgroup of its own links.
+lib_c=$(cd "$top/lib" && printf '%s\n' *.c | grep -vx ra_cgroup.c | LC_ALL=C sort | paste -sd ' ')
 
 # Replace a file's content with stdin, keeping its mode.
 update() {
@@ -102,20 +107,75 @@ add_after_last() {
 		END { if (!done) exit 1 }' "$file" | update "$file"
 }
 
-for t in $tests; do
-	add_sorted TEST_GEN_FILES "$t" "$mm/Makefile"
-	if grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c"; then
-		add_after_last '^include \.\./lib\.mk$' \
-			'include ../cgroup/lib/libcgroup.mk' "$mm/Makefile"
-		link="$lib_c $cgroup_c"
+# Replace the line matching RE with LINE, or add LINE after the last of
+# the first run of lines matching AFTER.
+set_line() {
+	local re=$1 line=$2 after=$3 file=$4
+
+	if grep -qE "$re" "$file"; then
+		RE=$re LINE=$line awk '$0 ~ ENVIRON["RE"] { print ENVIRON["LINE"]; next }
+			{ print }' "$file" | update "$file"
 	else
-		link=$lib_c
+		add_after_last "$after" "$line" "$file"
 	fi
-	add_after_last '^\$\(OUTPUT\)/[a-z_-]+:( [a-z_-]+\.c)+( \$\(LIBCGROUP_O\))?$' \
-		"\$(OUTPUT)/$t: $link" "$mm/Makefile"
-	add_after_last '^\$\(OUTPUT\)/.*: LDLIBS \+= -lcap$' \
-		"\$(OUTPUT)/$t: LDLIBS += -lcap" "$mm/Makefile"
+}
+
+mk=$mm/Makefile
+bins='READAHEAD_BINS := $(patsubst %,$(OUTPUT)/%,$(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS))'
+# Before the first line matching RE, add LINE (and a blank line with a
+# fourth argument).
+add_before() {
+	grep -qxF "$2" "$3" && return 0
+	RE=$1 LINE=$2${4:+$'\n'} awk '$0 ~ ENVIRON["RE"] && !d { print ENVIRON["LINE"]; d = 1 }
+		{ print }
+		END { if (!d) exit 1 }' "$3" | update "$3"
+}
+
+# After the last line matching RE, a blank line and LINE.
+add_block_after() {
+	grep -qxF "$2" "$3" && return 0
+	RE=$1 LINE=$2 awk '{ l[NR] = $0; if ($0 ~ ENVIRON["RE"]) last = NR }
+		END { if (!last) exit 1
+		      for (i = 1; i <= NR; i++) { print l[i]
+			if (i == last) { print ""; print ENVIRON["LINE"] } } }' \
+		"$3" | update "$3"
+}
+
+gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
+for t in $tests; do
+	if grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c"; then
+		list=READAHEAD_CGROUP_TESTS
+	else
+		list=READAHEAD_TESTS
+	fi
+	if ! grep -qxF "$gen" "$mk"; then
+		# The lists, before the TEST_PROGS block.
+		add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
+	fi
+	if ! grep -qx "$list += $t" "$mk"; then
+		if grep -q "^$list += " "$mk"; then
+			add_sorted "$list" "$t" "$mk"
+		elif [ "$list" = READAHEAD_TESTS ]; then
+			add_before '^(READAHEAD_CGROUP_TESTS|TEST_GEN_FILES) \+= \$?\(?READAHEAD' \
+				"$list += $t" "$mk"
+		else
+			add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$list += $t" "$mk"
+		fi
+	fi
 done
+if [ -n "$tests" ]; then
+	add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
+	set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
+		'^READAHEAD_BINS := ' "$mk"
+	add_after_last '^\$\(READAHEAD_BINS\): ra_' \
+		'$(READAHEAD_BINS): LDLIBS += -lcap' "$mk"
+fi
+if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
+	add_after_last '^include \.\./lib\.mk$' \
+		'include ../cgroup/lib/libcgroup.mk' "$mk"
+	add_after_last '^\$\(READAHEAD_BINS\): ' \
+		'$(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%): ra_cgroup.c $(LIBCGROUP_O)' "$mk"
+fi
 
 # 7.x: one ksft_<category>.sh wrapper per category in TEST_PROGS.
 if grep -q '^TEST_PROGS += ksft_' "$mm/Makefile"; then
@@ -134,7 +194,22 @@ if [ -f "$mm/.gitignore" ] && ! grep -qx '\*' "$mm/.gitignore"; then
 	done
 fi
 
+# config: an option is for the tests its comment's globs name.
+globs=
 while read -r line; do
+	case $line in
+	'#'*:*) globs=$(echo "${line#\#}" | sed 's/:.*//; s/,/ /g'); continue ;;
+	CONFIG_*) ;;
+	*) continue ;;
+	esac
+	need=0
+	for t in $tests; do
+		for g in ${globs:-*}; do
+			# shellcheck disable=SC2254 # a glob
+			case $t in $g) need=1 ;; esac
+		done
+	done
+	[ "$need" = 1 ] || continue
 	grep -qx "$line" "$mm/config" || echo "$line" >> "$mm/config"
 done < "$top/config"
 

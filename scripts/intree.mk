@@ -8,9 +8,11 @@
 #                  install of mm, run_kselftest.sh -t mm:ksft_readahead.sh
 #                  in QEMU on Debian's 7.3 kernel, verdicts vs the table
 #   make series [SERIES_OUT=dir] [SERIES_ARGS="--keep DIR | --no-build"]
-#                  git format-patch series against pristine 7.3 (into
-#                  build/series by default), checked with checkpatch
-#                  --strict, git am and a W=1 build
+#                  the patch series against pristine 7.3, the first
+#                  with the tests that pass there, then one per fix
+#                  (into build/series by default), each checked with
+#                  checkpatch --strict, git am, a W=1 build and its
+#                  verdicts
 
 INTREE_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 

@@ -1,19 +1,31 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The tests as a patch series for linux-source-7.3: a git repository made
-# from the pristine tree, one commit with the shared helpers and the
-# "readahead" category, then one commit per selftests-mm/*.c (each made
-# by install-in-tree.sh, so the tree's own layout; new files listed in
-# MAINTAINERS under PAGE CACHE), and git format-patch
-# with a cover letter. Then checks the series as a maintainer would:
-# checkpatch.pl --strict on every patch, git am on a clean checkout of
-# the pristine tree (the result must equal the generated branch), and
-# the mm selftests build there with W=1 warnings, none in our files.
+# The tests as patch series for linux-source-7.3, as scripts/series_plan.py
+# plans them from verdicts/expected.tsv and validation/configurations:
+# first the tests that pass on released 7.3, then one series per fix, its
+# kernel change(s) from validation/patches/ first, then the tests it makes
+# pass; each series in a directory of its own (OUT/<n>-<name>/) with a
+# cover letter. Each test patch is made by install-in-tree.sh from a
+# payload holding only the tests so far (and only their variants: a later
+# patch adds the variants of a test that need a fix) and the lib's
+# functions, types and macros they use, so that a helper goes in with its
+# first user; the first patch adds the "readahead" category and one
+# MAINTAINERS line (under PAGE CACHE) for every test.
+#
+# Then checks each series as a maintainer would: checkpatch.pl --strict on
+# every patch; git am on a clean checkout of the pristine tree (a fix
+# series on the tree with the first series applied), the result equal to
+# the generated branch; each test source, in the last series that touches
+# it, equal to ours; the mm selftests of each series built with W=1
+# warnings, none in our files, and every test of the series built; the
+# verdicts each series is planned by (series_plan.py verdicts); no
+# internal configuration name in any patch or cover letter; the harness
+# timeouts of all cases together within the tree's mm/settings timeout.
 #
 #   scripts/make-series.sh [--out DIR] [--keep DIR] [--no-build]
 #
-#   --out DIR    where the patches go (default: build/series; emptied)
+#   --out DIR    where the series go (default: build/series; emptied)
 #   --keep DIR   work in DIR and keep it (git repository of the tree)
 #   --no-build   leave out the W=1 build
 #
@@ -53,9 +65,9 @@ done
 
 # The submitter: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL, else git's
 # user.name and user.email; From: and Signed-off-by: carry it.
-name=${GIT_AUTHOR_NAME:-$(git -C "$top" config user.name || true)}
+who=${GIT_AUTHOR_NAME:-$(git -C "$top" config user.name || true)}
 email=${GIT_AUTHOR_EMAIL:-$(git -C "$top" config user.email || true)}
-if [ -z "$name" ] || [ -z "$email" ]; then
+if [ -z "$who" ] || [ -z "$email" ]; then
 	echo "$prog: no submitter identity: set git's user.name and user.email (or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL)" >&2
 	exit 2
 fi
@@ -69,17 +81,17 @@ else
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/*.patch
+rm -rf "$out"/[0-9]*-*
 src=${RA_SOURCE:-$("$top/vm/debian-apt.sh" source "$series")} ||
 	infra "linux-source-$series: download failed"
 
-export GIT_AUTHOR_NAME=$name GIT_AUTHOR_EMAIL=$email
-export GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-$name}
+export GIT_AUTHOR_NAME=$who GIT_AUTHOR_EMAIL=$email
+export GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-$who}
 export GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL:-$email}
 # Fixed dates: the same sources give the same patches.
 export GIT_AUTHOR_DATE="2026-01-01 00:00:00 +0000"
 export GIT_COMMITTER_DATE=$GIT_AUTHOR_DATE
-signoff="Signed-off-by: $name <$email>"
+signoff="Signed-off-by: $who <$email>"
 
 tree=$work/linux-source-$series
 rm -rf "$tree"
@@ -90,13 +102,37 @@ git init -q -b base
 # the pristine tree is added as it is, our files in mm with -f.
 git add -A -f
 git commit -q -m "linux-source-$series ($(make -s -C "$tree" kernelversion 2>/dev/null))"
-git checkout -q -b readahead
+mmdir=tools/testing/selftests/mm
+bad=0
+fail() {
+	echo "FAIL: $*"
+	bad=1
+}
 
-# The tests go to the maintainers of the code they test: an F: line in
-# the PAGE CACHE section (mm/filemap.c, mm/readahead.c) for each new
-# file, in sorted order.
+plan=$("$top/scripts/series_plan.py" plan)
+while read -r p; do
+	fail "series plan: $p"
+done < <(echo "$plan" | sed -n 's/^problem //p')
+mapfile -t names < <(echo "$plan" | sed -n 's/^series \([^ ]*\).*/\1/p')
+first=${names[0]}
+
+# The specs of a series' tests (NAME, or NAME:VARIANT,... for some of a
+# test's variants) and its kernel patches, from the plan.
+series_tests() {
+	echo "$plan" | awk -v s="$1" '$1 == "series" { on = $2 == s; next }
+		on && $1 == "test" { printf "%s", $2
+			for (i = 3; i <= NF; i++) printf "%s%s", i == 3 ? ":" : ",", $i
+			print "" }'
+}
+series_patches() {
+	echo "$plan" | awk -v s="$1" '$1 == "series" { on = $2 == s; next }
+		on && $1 == "patch" { print $2 }'
+}
+
+# The tests go to the maintainers of the code they test: one F: line in
+# the PAGE CACHE section (mm/filemap.c, mm/readahead.c), in sorted order.
 maintainers_add() {
-	F=$1 LC_ALL=C awk '
+	F="$mmdir/readahead_*" LC_ALL=C awk '
 		$0 == "PAGE CACHE" { sect = 1 }
 		sect && !done && /^F:\t/ && substr($0, 4) > ENVIRON["F"] {
 			print "F:\t" ENVIRON["F"]; done = 1 }
@@ -106,99 +142,222 @@ maintainers_add() {
 	cat "$work/MAINTAINERS" > "$tree/MAINTAINERS"
 }
 
-# One commit: the changes install-in-tree.sh makes, the changelog from
-# series-text.py (subject, blank line, body) and a sign-off.
+# One commit of the tree's changes, with the changelog series-text.py
+# writes for the arguments and a sign-off.
 commit() {
-	local msg=$work/msg
-
-	"$top/scripts/series-text.py" "$@" > "$msg"
-	printf '\n%s\n' "$signoff" >> "$msg"
-	git add -A -f tools/testing/selftests/mm
-	for f in $(git diff --cached --name-only --diff-filter=A); do
-		maintainers_add "$f"
-	done
-	git add MAINTAINERS
-	git commit -q -F "$msg"
+	"$top/scripts/series-text.py" "$@" > "$work/msg"
+	printf '\n%s\n' "$signoff" >> "$work/msg"
+	git add -A -f "$mmdir" MAINTAINERS
+	git commit -q -F "$work/msg"
 }
 
-tests=$(cd "$top/selftests-mm" && printf '%s\n' *.c | sed 's/\.c$//' | LC_ALL=C sort)
-RA_TESTS="" "$top/scripts/install-in-tree.sh" "$tree" > /dev/null
-commit helpers
-for t in $tests; do
-	RA_TESTS=$t "$top/scripts/install-in-tree.sh" "$tree" > /dev/null
-	commit test "$t"
+# The tests of the specs into the tree: install-in-tree.sh of a payload
+# staged with only them and what they use.
+install() {
+	local names=() s
+
+	"$top/scripts/series_plan.py" stage "$work/stage" "$@"
+	for s in "$@"; do names+=("${s%%:*}"); done
+	RA_TESTS="${names[*]}" "$work/stage/scripts/install-in-tree.sh" "$tree" > /dev/null
+}
+
+# The first series: one commit per test, with the helpers it is the first
+# to use; the first commit adds the category and the MAINTAINERS line.
+git checkout -q -b "$first"
+mapfile -t first_specs < <(series_tests "$first")
+specs=()
+for spec in "${first_specs[@]}"; do
+	specs+=("$spec")
+	install "${specs[@]}"
+	args=(test "${spec%%:*}" --series "$first")
+	[ "${spec#*:}" = "$spec" ] || args+=(--variants "${spec#*:}")
+	if [ ${#specs[@]} = 1 ]; then
+		maintainers_add
+		args+=(--category)
+	fi
+	commit "${args[@]}"
 done
-# shellcheck disable=SC2086 # a list of names
-cover=$("$top/scripts/series-text.py" cover $tests)
-git format-patch -q --cover-letter --no-signature -o "$out" base..readahead
-COVER=$cover python3 - "$out"/0000-cover-letter.patch <<'EOF'
-import os, sys
+
+# A fix series, on the first: its kernel patches, then its tests, whole
+# (a test the first series has in part gets its other variants).
+for s in "${names[@]:1}"; do
+	git checkout -q -b "$s" "$first"
+	while read -r p; do
+		git apply "$top/validation/patches/$p" ||
+			fail "$p does not apply to linux-source-$series"
+		"$top/scripts/series-text.py" kernel "$p" > "$work/msg"
+		printf '%s\n' "$signoff" >> "$work/msg"
+		git commit -q -a -F "$work/msg"
+	done < <(series_patches "$s")
+	while read -r t; do
+		specs=()
+		args=(test "$t" --series "$s")
+		for spec in "${first_specs[@]}"; do
+			if [ "${spec%%:*}" = "$t" ]; then
+				args+=(--extends)
+			else
+				specs+=("$spec")
+			fi
+		done
+		install "${specs[@]}" "$t"
+		commit "${args[@]}"
+	done < <(series_tests "$s" | sed 's/:.*//')
+done
+
+# Each series as patches with a cover letter, in OUT/<n>-<name>.
+dirs=()
+summary=
+prev=base
+for s in "${names[@]}"; do
+	dir=$out/$(( ${#dirs[@]} + 1 ))-$s
+	dirs+=("$dir")
+	git format-patch -q --cover-letter --no-signature -o "$dir" "$prev..$s"
+	"$top/scripts/series-text.py" cover "$s" > "$work/cover"
+	python3 - "$dir"/0000-cover-letter.patch "$work/cover" <<'EOF'
+import sys
 path = sys.argv[1]
-subject, _, blurb = os.environ['COVER'].partition('\n\n')
+subject, _, blurb = open(sys.argv[2]).read().rstrip('\n').partition('\n\n')
 text = open(path).read()
 text = text.replace('*** SUBJECT HERE ***', subject)
 text = text.replace('*** BLURB HERE ***', blurb)
 open(path, 'w').write(text)
 EOF
-bad=0
+	summary+="${summary:+, }$s $(find "$dir" -name '0*.patch' ! -name 0000-cover-letter.patch | wc -l)"
+	prev=$first
+done
 
-# checkpatch --strict on each patch (not on the cover letter).
-for p in "$out"/0*.patch; do
+# checkpatch --strict on each patch (not on the cover letters). Two of
+# its warnings cannot hold here: the tree is a tarball without history,
+# so no commit id of a Fixes: line is known (UNKNOWN_COMMIT_ID), and
+# every patch that adds a file is asked whether MAINTAINERS needs it
+# (FILE_PATH_CHANGES), which the check after this one answers.
+for p in "$out"/*/0*.patch; do
 	case $p in */0000-cover-letter.patch) continue ;; esac
 	if ! (cd "$tree" && perl scripts/checkpatch.pl --strict --terse \
-		--show-types "$p") > "$work/checkpatch.log" 2>&1; then
-		echo "FAIL: checkpatch --strict: $(basename "$p")"
+		--show-types --ignore UNKNOWN_COMMIT_ID,FILE_PATH_CHANGES "$p") \
+		> "$work/checkpatch.log" 2>&1; then
+		fail "checkpatch --strict: ${p#"$out"/}"
 		grep -E 'ERROR|WARNING|CHECK' "$work/checkpatch.log"
-		bad=1
 	fi
 done
 
-# git am on a clean checkout of the pristine tree.
-git checkout -q -f -b am base
-git clean -q -fdx
-patches=()
-for p in "$out"/0*.patch; do
-	[ "${p##*/}" = 0000-cover-letter.patch ] || patches+=("$p")
-done
-if ! git am -q "${patches[@]}" > "$work/am.log" 2>&1; then
-	echo "FAIL: git am of the series on pristine $series"
-	head -5 "$work/am.log"
-	git am --abort 2> /dev/null || true
-	bad=1
-elif [ "$(git rev-parse 'HEAD^{tree}')" != "$(git rev-parse 'readahead^{tree}')" ]; then
-	echo "FAIL: git am on pristine $series gives another tree than the series"
-	bad=1
+# No internal configuration name in a changelog or cover letter (the
+# diffs are our sources): the columns of verdicts/expected.tsv and the
+# changes they name, our files.
+# A change named as a test is (madv_random) names the test.
+internal=$(sed -n 's/^test\t//p' "$top/verdicts/expected.tsv" | tr '\t' '\n' |
+	sed -n 's/^[^+]*+\([a-z0-9]*_[a-z0-9_]*\)$/\1/p' | sort -u |
+	grep -vxF -f <(sed -n 's/^[a-z_0-9]*\.[a-z_0-9]*\.\([a-z_0-9]*\)\t.*/\1/p' \
+		"$top/verdicts/expected.tsv" | sort -u) | paste -sd '|')
+internal+='|v7\.3[+-]|debian-[0-9]|[Kk]ill[ -]matrix|expected\.tsv|RESULTS\.md'
+internal+='|validation/|[a-z0-9-]+\.patch\b'
+for p in "$out"/*/0*.patch; do
+	sed '/^diff --git /,$d' "$p" |
+		grep -nE "(^|[^A-Za-z0-9_])($internal)" |
+		sed "s|^|${p#"$out"/}:|" || true
+done > "$work/internal.log"
+if [ -s "$work/internal.log" ]; then
+	fail "internal names in the series:"
+	head -10 "$work/internal.log"
 fi
 
-# The mm selftests of the patched tree, with the kernel's W=1 warnings
+# git am on a clean checkout of the pristine tree; a fix series on the
+# first series applied there.
+for i in "${!names[@]}"; do
+	s=${names[$i]}
+	patches=()
+	for p in "${dirs[$i]}"/0*.patch; do
+		[ "${p##*/}" = 0000-cover-letter.patch ] || patches+=("$p")
+	done
+	onto=base
+	[ "$i" = 0 ] || onto=am-$first
+	git checkout -q -f -B "am-$s" "$onto"
+	git clean -q -fdx
+	if ! git am -q "${patches[@]}" > "$work/am.log" 2>&1; then
+		fail "git am of $s on pristine $series${onto#base}"
+		head -5 "$work/am.log"
+		git am --abort 2> /dev/null || true
+	elif [ "$(git rev-parse 'HEAD^{tree}')" != "$(git rev-parse "$s^{tree}")" ]; then
+		fail "git am of $s gives another tree than the series"
+	fi
+done
+
+# Every file a series adds has a MAINTAINERS entry, and the tests have
+# the PAGE CACHE one (get_maintainer.pl's patterns: a directory covers
+# what is below it, "*" any characters).
+for s in "${names[@]}"; do
+	git diff --name-only --diff-filter=A "base..$s"
+done | sort -u > "$work/added"
+git show "$first:MAINTAINERS" | python3 -c '
+import re, sys
+sect, pats = "", []
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if line and not line[1:2] == ":":
+        sect = line
+    elif line.startswith("F:\t"):
+        p = line[3:]
+        rx = re.escape(p).replace(r"\*", ".*").replace(r"\?", ".")
+        pats.append((sect, "^" + rx + ("" if p.endswith("/") else "$")))
+for f in open(sys.argv[1]).read().split():
+    hit = [s for s, rx in pats if re.match(rx, f)]
+    if not hit or ("/readahead_" in f and "PAGE CACHE" not in hit):
+        print(f)
+' "$work/added" > "$work/unmaintained"
+[ ! -s "$work/unmaintained" ] ||
+	fail "files without their MAINTAINERS entry: $(paste -sd ' ' "$work/unmaintained")"
+
+# Each test source, in the last series that touches it, is ours.
+declare -A last
+for s in "${names[@]}"; do
+	while read -r t; do last[$t]=$s; done < <(series_tests "$s" | sed 's/:.*//')
+done
+for t in "${!last[@]}"; do
+	git show "${last[$t]}:$mmdir/$t.c" | cmp -s - "$top/selftests-mm/$t.c" ||
+		fail "$t.c in series ${last[$t]} differs from selftests-mm/$t.c"
+done
+
+# The verdicts each series is planned by.
+"$top/scripts/series_plan.py" verdicts > "$work/verdicts.log" ||
+	fail "verdicts: $(paste -sd ';' "$work/verdicts.log")"
+
+# Every case's harness timeout, added up, within what the kselftest
+# runner gives the category (mm's settings).
+read -r tsum tmax < <("$top/scripts/series_plan.py" timeouts "$tree/$mmdir/settings" || true)
+[ "$tsum" -le "$tmax" ] ||
+	fail "harness timeouts add up to $tsum s, over mm's settings timeout of $tmax s"
+
+# The mm selftests of each series with the kernel's W=1 warnings
 # (scripts/Makefile.warn: W=1 on top of what every build has) for every
-# file; none may be in ours.
+# file; none may be in ours. The first series builds all of mm; a fix
+# series rebuilds what it changes.
 w1="-Wextra -Wundef -Wmissing-declarations -Wmissing-prototypes -Wunused"
 w1="$w1 -Wmissing-format-attribute -Wmissing-include-dirs"
 w1="$w1 -Wunused-const-variable -Wno-unused-parameter -Wno-sign-compare"
 w1="$w1 -Wno-missing-field-initializers"
 if [ "$build" = 1 ] && [ "$bad" = 0 ]; then
+	git checkout -q -f "$first"
 	nice -n 10 make -s -C "$tree" headers > "$work/headers.log" 2>&1 ||
 		infra "make headers in $tree failed (see $work/headers.log)"
-	if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
-		W=1 USERCFLAGS="$w1" > "$work/w1.log" 2>&1; then
-		grep -E 'error|Error' "$work/w1.log" | head -5 >&2
-		infra "building the mm selftests failed (see $work/w1.log)"
-	fi
-	if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/w1.log"; then
-		echo "FAIL: W=1 warnings in our files (above)"
-		bad=1
-	fi
-	for t in $tests; do
-		[ -x "$tree/tools/testing/selftests/mm/$t" ] || {
-			echo "FAIL: $t was not built"
-			bad=1
-		}
+	for s in "${names[@]}"; do
+		git checkout -q -f "$s"
+		if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
+			W=1 USERCFLAGS="$w1" > "$work/w1-$s.log" 2>&1; then
+			grep -E 'error|Error' "$work/w1-$s.log" | head -5 >&2
+			infra "building the mm selftests of $s failed (see $work/w1-$s.log)"
+		fi
+		if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' \
+			"$work/w1-$s.log"; then
+			fail "W=1 warnings in our files of $s (above)"
+		fi
+		while read -r t; do
+			[ -x "$tree/$mmdir/$t" ] || fail "$t was not built in $s"
+		done < <(series_tests "$s" | sed 's/:.*//')
 	done
 fi
 
 if [ "$bad" = 0 ]; then
-	echo "series: ${#patches[@]} patches and a cover letter in $out; checkpatch --strict clean, git am on pristine $series$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"): pass"
+	echo "series: ${#names[@]} series ($summary patches, each with a cover letter) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names, timeouts ${tsum} of ${tmax} s: pass"
 else
 	echo "series: fail${keep:+ (kept in $keep)}"
 fi

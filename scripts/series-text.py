@@ -1,16 +1,26 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Changelogs and cover letter of the readahead selftest series.
+"""Changelogs and cover letters of the readahead patch series.
 
-  series-text.py helpers                 changelog of the helpers patch
-  series-text.py test NAME               changelog of selftests-mm/NAME.c
-  series-text.py cover NAME... -- SUBJ.. cover letter body (patch subjects
-                                         after --)
+  series-text.py test NAME --series SERIES [--variants V,...] [--category]
+                 [--extends]
+                         changelog of the patch that adds selftests-mm/
+                         NAME.c (only variants V with --variants; with
+                         --category the patch adds the readahead category
+                         too; with --extends it adds the variants of NAME
+                         that an earlier series left out)
+  series-text.py kernel PATCH
+                         changelog of validation/patches/PATCH as a patch
+                         of a series
+  series-text.py cover SERIES
+                         cover letter of a series of series_plan.py plan
 
-Every text is printed to stdout: subject line, blank line, body. The
-figures come from verdicts/expected.tsv and validation/RESULTS.md as they
-are when this runs; what a test asserts and why comes from the comment at
-the top of its source.
+Every text is printed to stdout: subject line, blank line, body. What a
+test asserts and why comes from the comment at the top of its source; on
+which kernels it fails, from verdicts/expected.tsv; its figures, from
+validation/RESULTS.md; a kernel change's changelog, from its patch (less
+what it says of the selftests, which their own patches say). No text
+names a configuration of ours: kernels are named by release and machine.
 """
 import os
 import re
@@ -18,6 +28,9 @@ import sys
 import textwrap
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, 'scripts'))
+import series_plan as sp  # noqa: E402
+
 WIDTH = 72
 
 
@@ -62,38 +75,6 @@ def reflow(lines):
     return '\n'.join(out).strip('\n')
 
 
-def table():
-    """Expected verdicts: column names and {test: {column: verdict}}."""
-    cols, rows = [], {}
-    for line in open(os.path.join(TOP, 'verdicts', 'expected.tsv')):
-        if line.startswith('#') or not line.strip():
-            continue
-        f = line.rstrip('\n').split('\t')
-        if f[0] == 'test':
-            cols = f[1:]
-            continue
-        rows[f[0]] = dict(zip(cols, f[1:]))
-    return cols, rows
-
-
-def column_legend():
-    """The table's own description of its columns."""
-    out, on = [], False
-    for line in open(os.path.join(TOP, 'verdicts', 'expected.tsv')):
-        if not line.startswith('#'):
-            break
-        text = line[1:].rstrip()
-        if text.strip() == 'Columns:':
-            on = True
-            continue
-        if on and re.match(r'^ ?\S', text):
-            break
-        if on:
-            out.append('  ' + text.strip() if re.match(r'^ {2,3}\S', text)
-                       else '      ' + text.strip())
-    return out
-
-
 def results():
     """Figures of the kill matrix: {test: {column: (exp, seen, fig, bound)}},
     the whole-figure table where it has the test, else the first one."""
@@ -124,110 +105,16 @@ def results():
     return figs, whole
 
 
-def cases_of(fixture, rows):
-    return sorted(t for t in rows if t.split('.')[0] == fixture)
-
-
-def fixture_of(name):
-    src = open(os.path.join(TOP, 'selftests-mm', name + '.c')).read()
-    m = re.search(r'^FIXTURE\((\w+)\)', src, re.M)
-    return m.group(1) if m else name.replace('readahead_', '')
-
-
-def verdict_lines(fixture, cols, rows):
-    """Per test (variants merged where they agree): fails on, passes on."""
-    groups = {}
-    for case in cases_of(fixture, rows):
-        _, variant, test = case.split('.')
-        v = rows[case]
-        fails = tuple(c for c in cols if v.get(c) == 'FAIL')
-        oks = tuple(c for c in cols if v.get(c) == 'ok')
-        groups.setdefault((test, fails, oks), []).append(variant)
-    out = []
-    for (test, fails, oks), variants in groups.items():
-        out.append(textwrap.fill('%s (%s):' % (test, ', '.join(variants)),
-                                 WIDTH, initial_indent='  ',
-                                 subsequent_indent='    ',
-                                 break_on_hyphens=False))
-        out.append(wrap('fails on ' + (', '.join(fails) or 'none'), '    '))
-        out.append(wrap('passes on ' + (', '.join(oks) or 'none'), '    '))
-    return out
-
-
-def figure_lines(fixture, rows):
-    figs, whole = results()
-    out = []
-    for case in cases_of(fixture, rows):
-        src, note = (whole, '') if case in whole else (figs, '*')
-        cells = src.get(case)
-        if not cells:
-            continue
-        ok = [(f, c) for c, (e, s, f, b) in cells.items()
-              if s == 'ok' and f is not None]
-        bad = [(f, c) for c, (e, s, f, b) in cells.items()
-               if s == 'FAIL' and f is not None]
-        bound = next((b for (e, s, f, b) in cells.values() if b), None)
-
-        def span(v):
-            if not v:
-                return '-'
-            lo, hi = min(v)[0], max(v)[0]
-            return str(lo) if lo == hi else '%d-%d' % (lo, hi)
-        out.append((case, bound, span(ok), span(bad), note))
-    if not out:
-        return []
-    width = max(len(r[0]) for r in out)
-    fmt = '  %%-%ds %%5s %%9s %%9s%%s' % width
-    head = [fmt % ('case', 'bound', 'healthy', 'broken', '')]
-    out = [fmt % r for r in out]
-    tail = []
-    if any(line.endswith('*') for line in out):
-        tail = ['  * early-stop figure: the walk stopped once past its bound']
-    return head + out + tail
-
-
-def test_changelog(name):
-    cols, rows = table()
-    fixture = fixture_of(name)
-    comment = head_comment(os.path.join(TOP, 'selftests-mm', name + '.c'))
-    title = comment[0].rstrip('.') if comment else fixture
-    body = [reflow(comment), '']
-    body.append(wrap('The test runs on ext4 and on XFS with 4, 16 and 64 KiB '
-                     'blocks (min folio order 0, 2 and 4 on 4 KiB pages), '
-                     'each in a loop filesystem of its own that goes away '
-                     'with the test process. It measures a cold file: '
-                     'major faults (ru_majflt), or page cache residency '
-                     '(cachestat(), mincore()); stops a walk once the '
-                     'verdict is known, and prints the figure, the bound, '
-                     'ra_pages, the folio size and, on failure, the '
-                     'suspected mechanism.'))
-    v = verdict_lines(fixture, cols, rows)
-    if v:
-        body += ['', 'Verdicts (kernels: see the cover letter):', '']
-        body += v
-    f = figure_lines(fixture, rows)
-    if f:
-        body += ['', wrap('Figures in the test\'s unit, from the kill matrix '
-                          '(every case on every kernel above): the lowest '
-                          'and highest figure of the kernels where the case '
-                          'passes (healthy) and where it fails (broken), '
-                          'whole walks without early stop:'), ''] + f
-    subject = 'selftests/mm: add %s test' % name
-    if len(subject) + len(subject_tail(title)) + 3 <= 75:
-        subject += ' (%s)' % subject_tail(title)
-    return subject, '\n'.join(body)
-
-
 def first_sentence(comment):
+    """The first sentence of a comment's first paragraph."""
     para = []
     for line in comment:
         if not line.strip():
             break
         para.append(line.strip())
     text = ' '.join(para)
-    m = re.match(r'(.+?[.:])(\s|$)', text)
-    return m.group(1).rstrip(':') + '.' if m and m.group(1).endswith(':') \
-        else (m.group(1) if m else text)
+    m = re.match(r'(.+?\.)(\s|$)', text)
+    return m.group(1) if m else text
 
 
 def subject_tail(title):
@@ -237,125 +124,301 @@ def subject_tail(title):
     return t
 
 
-def helpers_changelog():
-    body = '''\
-Add the shared helpers of the mmap readahead tests and a "readahead"
-category to run_vmtests.sh, run in CI through a ksft_readahead.sh
-wrapper listed in TEST_PROGS. The tests themselves follow, one per
-patch, so that each can go with the fix it checks.
 
-The helpers hold only what vm_util does not. With ra_fs.[ch] and
-ra_file.c each test gets a filesystem of its own (a sparse image on a
-private tmpfs, attached to a loop device with LO_FLAGS_AUTOCLEAR and
-mounted in a private mount namespace, so that nothing is left behind
-even when the test is killed), sets the device's read_ahead_kb and puts
-it back, creates a sparse file and drops it from the page cache with
-POSIX_FADV_DONTNEED, checking with mincore() that nothing stayed
-resident. With ra_cache.[ch] page walks count major faults (ru_majflt)
-and stop once a bound is exceeded, so that a broken kernel takes no
-longer than a healthy one. READAHEAD_TEST_DIR runs the tests on an
-existing directory instead, READAHEAD_FULL_RUN=1 walks everything to
-show a broken kernel's whole figure. ra_cgroup.[ch] puts a test in a
-cgroup v2 of its own; only the tests that include ra_cgroup.h link it,
-with the cgroup selftests' library.
-
-Creating the filesystem needs CAP_SYS_ADMIN, checked with libcap as
-mlock-random-test does; without it every test skips. The config gains
-the loop device, ext4, XFS, tmpfs and TRANSPARENT_HUGEPAGE.'''
-    return 'selftests/mm: add helpers and a readahead category for mmap ' \
-        'readahead tests', body
+def machine(col):
+    """A pristine 7.3 column's machine, in words."""
+    rest = re.sub(r'^(v|debian-)7\.3-?', '', col)
+    if not rest:
+        return 'x86-64'
+    parts = rest.split('-')
+    arch = {'ppc64el': 'ppc64le'}.get(parts[0], parts[0])
+    if len(parts) > 1 and parts[1].endswith('k'):
+        return '%s with %s KiB pages' % (arch, parts[1][:-1])
+    return arch
 
 
-def cover(names, subjects):
-    cols, rows = table()
+def machines(cols):
+    out = []
+    for c in cols:
+        m = machine(c)
+        if m not in out:
+            out.append(m)
+    return ', '.join(out)
+
+
+def released(cases, rows, cols):
+    """The released x86-64 kernel series (Debian's) where a case fails."""
+    out = []
+    for c in cols:
+        m = re.match(r'^debian-(\d+\.\d+)$', c)
+        if m and any(rows[k].get(c) == 'FAIL' for k in cases):
+            out.append(m.group(1))
+    return out
+
+
+def subject_of(patch):
+    text = open(os.path.join(TOP, 'validation', 'patches', patch)).read()
+    m = re.search(r'^Subject: (?:\[PATCH[^]]*\] )?(.*)$', text, re.M)
+    return m.group(1).strip()
+
+
+def figure_table(cases, good_cols, bad_cols):
+    """Per case: bound, figures where it passes and where it fails."""
     figs, whole = results()
-    out = ['''\
-These tests catch mmap readahead regressions in the page cache fault
-path: readahead that never comes back after random faults (sticky
-mmap_miss), also with a min folio order; readers that walk a mapping
-backwards; readahead cut at VMA boundaries; an async readahead marker
-overtaken by read-around; and the others below. Each test makes its own
-loop filesystem (ext4, XFS with 4, 16 and 64 KiB blocks), drops its
-file from the page cache, faults it in a fixed pattern and bounds the
-major faults it takes or the pages it brings in. Every bound follows from the mechanism (ra_pages,
-folio size, region size) and from figures measured on healthy and broken
-kernels, which each changelog gives; no verdict depends on timing.
+    out = []
+    for case in cases:
+        src, note = (whole, '') if case in whole else (figs, '*')
+        cells = src.get(case, {})
 
-Patch 1 adds the shared helpers and the "readahead" category, run by
-"make -C tools/testing/selftests TARGETS=mm run_tests" through
-ksft_readahead.sh. Every later patch adds one test; its Makefile,
-run_vmtests.sh and MAINTAINERS lines sit next to those of the patch
-before it, so the series applies in order.'''.strip(),
-           '', 'What each test catches, and where it fails (FAIL = the '
-           'kernel has the bug):', '']
-    for name in names:
-        fixture = fixture_of(name)
-        comment = head_comment(os.path.join(TOP, 'selftests-mm',
-                                            name + '.c'))
-        out.append(wrap('%s: %s' % (name, first_sentence(comment)),
-                        '  ').replace('  ', '- ', 1))
-        fails = [c for c in cols
-                 if any(rows[t].get(c) == 'FAIL'
-                        for t in cases_of(fixture, rows))]
-        oks = [c for c in cols
-               if all(rows[t].get(c) in ('ok', 'skip')
-                      for t in cases_of(fixture, rows))
-               and any(rows[t].get(c) == 'ok'
-                       for t in cases_of(fixture, rows))]
-        if cases_of(fixture, rows):
-            out.append(wrap('fails on: ' + (', '.join(fails) or 'none'),
-                            '    '))
-            out.append(wrap('passes on: ' + (', '.join(oks) or 'none'),
-                            '    '))
+        def span(cs, want):
+            v = [cells[c][2] for c in cs if c in cells and
+                 cells[c][1] == want and cells[c][2] is not None]
+            if not v:
+                return '-'
+            lo, hi = min(v), max(v)
+            return str(lo) if lo == hi else '%d-%d' % (lo, hi)
+        bound = next((b for (e, s, f, b) in cells.values() if b), None)
+        if bound is None:
+            continue
+        out.append((case, bound, span(good_cols, 'ok'),
+                    span(bad_cols, 'FAIL'), note))
+    if not out:
+        return []
+    width = max(len(r[0]) for r in out)
+    fmt = '  %%-%ds %%6s %%8s %%10s%%s' % width
+    lines = [fmt % ('case', 'bound', 'healthy', 'broken', '')]
+    lines += [fmt % r for r in out]
+    if any(r[4] for r in out):
+        lines.append('  * the walk stopped once past its bound')
+    return lines
+
+
+def run_line(name):
+    return wrap('To run it, as root, in tools/testing/selftests/mm: ./%s '
+                '(-l lists its cases, -r FIXTURE.VARIANT.TEST runs one).'
+                % name)
+
+
+CATEGORY = """\
+This first test also adds the "readahead" category of run_vmtests.sh,
+run by "make run_tests" and KernelCI through ksft_readahead.sh in
+TEST_PROGS, one MAINTAINERS line for the readahead tests under PAGE
+CACHE, and the helpers the test uses that mm's vm_util lacks:
+ra_fs.[ch] and ra_file.c give a test a filesystem of its own (a sparse
+image on a private tmpfs, on a loop device with LO_FLAGS_AUTOCLEAR,
+mounted in a private mount namespace, so that nothing is left behind
+even when the test is killed), set the disk's read_ahead_kb and put it
+back, and create cold sparse files; ra_cache.[ch] count major faults
+and resident pages, walk pages until a bound is passed, and print each
+figure in one format. Later tests add the helpers they are the first to
+use. Creating the filesystem needs CAP_SYS_ADMIN (libcap, as
+mlock-random-test); without it every test skips. The config gains the
+loop device, ext4, XFS and tmpfs."""
+
+
+def plan_of(series):
+    for s in sp.plan()[0]:
+        if s[0] == series:
+            return s
+    sys.exit('no series %s' % series)
+
+
+def test_changelog(name, series, variants=None, category=False,
+                   extends=False):
+    cols, rows = sp.table()
+    base = sp.base_columns(cols)
+    _, fix, patches, _ = plan_of(series)
+    comment = head_comment(os.path.join(TOP, 'selftests-mm', name + '.c'))
+    title = comment[0].rstrip('.') if comment else name
+    first_cases = []
+    for t, v in sp.plan()[0][0][3]:
+        if t == name:
+            first_cases = sp.cases_of(name, rows, v)
+    cases = sp.cases_of(name, rows, variants)
+    if extends:
+        cases = [c for c in cases if c not in first_cases]
+        subject = 'selftests/mm: add the %s variants this fix makes pass' \
+            % name
+        vs = sorted({c.split('.')[1] for c in cases})
+        body = [wrap('%s came with the variants that pass on 7.3. Add the '
+                     'others (%s): the read-around marker lands on the '
+                     'faulting folio there.' % (name, ', '.join(vs)))
+                if name.endswith('read_around') else
+                wrap('%s came with the variants that pass on 7.3. Add the '
+                     'others: %s.' % (name, ', '.join(vs)))]
+    else:
+        subject = 'selftests/mm: add %s test' % name
+        tail = subject_tail(title)
+        if len(subject) + len(tail) + 3 <= 75:
+            subject += ' (%s)' % tail
+        body = [reflow(comment)]
+        if variants:
+            body += ['', wrap('The variants that fail on 7.3 (%s) come '
+                              'with the fix that makes them pass.' % ', '.join(
+                                  v for v in sp.variants_of(name)
+                                  if v not in variants))]
+    if category:
+        body += ['', CATEGORY]
+    if fix:
+        fcols = sp.fix_columns(fix, cols)
+        bad = [b for b in base if any(rows[c].get(b) == 'FAIL'
+                                      for c in cases)]
+        text = ('It fails on 7.3 (%s) and passes with %s in this series, '
+                '"%s".' % (machines(bad),
+                           'the change' if len(patches) == 1
+                           else 'the changes', subject_of(patches[0])))
+        if len(patches) > 1:
+            text = text[:-1] + ' and what follows it.'
+        old = released(cases, rows, cols)
+        if old:
+            text += ' Released kernels fail it too (%s).' % ', '.join(old)
+        body += ['', wrap(text)]
+        good_cols = fcols
+        bad_cols = [c.split('+')[0] for c in fcols]
+    else:
+        skips = sorted({machine(b) for b in base for c in cases
+                        if rows[c].get(b) == 'skip'})
+        text = 'It passes on 7.3 (%s)' % machines(base)
+        if skips:
+            text += '; some cases skip on %s, for the reason they print' \
+                % ', '.join(skips)
+        text += '.'
+        breaking = [c for c in cols if c.startswith('v7.3+') and
+                    c not in ('v7.3+fixes',) and
+                    any(rows[k].get(c) == 'FAIL' for k in cases)]
+        confs = dict(sp.configurations())
+        changes = []
+        for c in breaking:
+            for ptch in confs.get(c, []):
+                subj = subject_of(ptch)
+                if subj not in changes:
+                    changes.append(subj)
+        old = released(cases, rows, cols)
+        if old:
+            text += ' It fails on released kernels %s.' % ', '.join(old)
+        body += ['', wrap(text)]
+        if changes:
+            body += ['', wrap('It was checked to fail on 7.3 with each of '
+                              'these changes applied:'), '']
+            body += [wrap('- ' + c, '  ').replace('  - ', '- ', 1)
+                     .replace('\n  ', '\n    ') for c in changes]
+        good_cols = [b for b in base if b.startswith('v')]
+        bad_cols = breaking
+    fig = figure_table(cases, good_cols, bad_cols)
+    if fig:
+        body += ['', wrap('Figures, in the unit of each case (bound; '
+                          'lowest and highest where it passes and where '
+                          'it fails, whole walks):'), ''] + fig
+    body += ['', run_line(name)]
+    return subject, '\n'.join(body)
+
+
+def kernel_changelog(patch):
+    """A fix's changelog: what it says of the selftests left out; its
+    trailers (Fixes:, Link:) last, as they are."""
+    text = open(os.path.join(TOP, 'validation', 'patches', patch)).read()
+    head = text.split('\n---\n', 1)[0]
+    head = re.sub(r'^Subject:.*\n([ \t].*\n)*', '', head, flags=re.M)
+    paras = [p.strip('\n') for p in re.split(r'\n\s*\n', head) if p.strip()]
+    trailers = []
+    out = []
+    for p in paras:
+        lines = p.split('\n')
+        if all(re.match(r'^[A-Z][\w-]+: ', ln) for ln in lines):
+            trailers += lines
+        elif 'selftest' not in p:
+            out.append(p)
+    body = '\n\n'.join(out)
+    if trailers:
+        body += '\n\n' + '\n'.join(trailers)
+    return subject_of(patch), body
+
+
+SHARED = """\
+Each test makes its own loop filesystem (ext4, and XFS with 4, 16 and
+64 KiB blocks, so that filesystems with a min folio order are covered),
+drops its file from the page cache, faults it in through a mapping in a
+fixed pattern, and bounds either the major faults it takes (ru_majflt)
+or the pages it brings into the page cache (cachestat(), mincore()).
+Every bound follows from the mechanism (ra_pages, folio size, region
+size) and lies far from the figures of healthy and broken kernels, which
+each changelog gives; no verdict depends on timing. A walk stops once
+its bound is passed, so that a broken kernel takes no longer than a
+healthy one. Each test prints its figure, the bound, ra_pages and the
+folio size, and on failure the mechanism it suspects."""
+
+RUN = """\
+To run them, as root, on a tree with the series applied:
+
+  make headers
+  make -C tools/testing/selftests TARGETS=mm run_tests
+
+or only this category, as KernelCI runs it:
+
+  make -C tools/testing/selftests TARGETS=mm INSTALL_PATH=/tmp/ksft install
+  /tmp/ksft/run_kselftest.sh -t mm:ksft_readahead.sh
+
+or one test: cd tools/testing/selftests/mm && ./readahead_exec_mapping
+(-l lists its cases, -r FIXTURE.VARIANT.TEST runs one)."""
+
+
+def cover(series):
+    series_list, _ = sp.plan()
+    name, fix, patches, tests = plan_of(series)
+    cols, rows = sp.table()
+    out = []
+    if not fix:
+        subject = 'selftests/mm: mmap readahead tests'
+        out.append(wrap('These kselftests catch mmap readahead regressions '
+                        'in the page cache fault path. This series has '
+                        'those that pass on 7.3, on x86-64, arm64 and '
+                        'ppc64le, so that it can go in now and keep mm\'s '
+                        'CI green; the tests that fail on 7.3 follow in '
+                        'series of their own, each after the kernel change '
+                        'that makes it pass, on top of this one:'))
         out.append('')
-    out += ['Kernels:', '']
-    for line in column_legend():
-        out.append(line if len(line) <= WIDTH else
-                   textwrap.fill(line.strip(), WIDTH, initial_indent='  ',
-                                 subsequent_indent='      '))
-    cells = same = 0
-    for src in (figs, whole):
-        for case in src.values():
-            for e, s, f, b in case.values():
-                if e != '-':
-                    cells += 1
-                    same += e == s
-    if cells:
-        mcols = list(next(iter(figs.values()), {}))
-        ratios = [f / b for c in whole.values() for e, s, f, b in c.values()
-                  if s == 'FAIL' and f and b]
-        text = ('Kill matrix: every test on each of %d kernels and '
-                'changes under QEMU (%s): %d of %d cells gave the verdict '
-                'the mechanism predicts.' % (len(mcols), ', '.join(mcols),
-                                             same, cells))
-        if ratios:
-            text += (' Without early stop, broken figures are %.1f to %.0f '
-                     'times their bounds.' % (min(ratios), max(ratios)))
-        out += ['', wrap(text)]
-    out += ['', 'To run them, as root, on the tree with the series applied:',
-            '',
-            '  make -C tools/testing/selftests TARGETS=mm run_tests',
-            '',
-            'or only this category, as KernelCI runs it:', '',
-            '  make -C tools/testing/selftests TARGETS=mm INSTALL_PATH=/tmp/ksft install',
-            '  /tmp/ksft/run_kselftest.sh -t mm:ksft_readahead.sh',
-            '',
-            'or one test: cd tools/testing/selftests/mm && ./readahead_descending',
-            '(-l lists the cases, -r fixture.variant.test runs one).']
-    return 'selftests/mm: mmap readahead regression tests', '\n'.join(out)
+        for s in series_list[1:]:
+            out.append(wrap('- ' + subject_of(s[2][0]), '  ')
+                       .replace('  - ', '- ', 1))
+    else:
+        subject = subject_of(patches[0])
+        first = kernel_changelog(patches[0])[1].split('\n\n')[0]
+        out.append(reflow(first.split('\n')))
+        out.append('')
+        text = ('%s, then the test%s %s pass. It applies on 7.3 '
+                'with the series "selftests/mm: mmap readahead tests", '
+                'which has the readahead category and the helpers.' % (
+                    'The fix' if len(patches) == 1 else
+                    'The %d patches of the fix' % len(patches),
+                    '' if len(tests) == 1 else 's',
+                    'it makes' if len(patches) == 1 else 'they make'))
+        out.append(wrap(text))
+    out += ['', 'What each test catches:', '']
+    for t, v in tests:
+        comment = head_comment(os.path.join(TOP, 'selftests-mm', t + '.c'))
+        out.append(wrap('%s: %s' % (t, first_sentence(comment)), '  ')
+                   .replace('  ', '- ', 1))
+    out += ['', SHARED, '', RUN]
+    return subject, '\n'.join(out)
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    if not args:
         sys.exit(__doc__)
-    if sys.argv[1] == 'helpers':
-        subj, body = helpers_changelog()
-    elif sys.argv[1] == 'test' and len(sys.argv) == 3:
-        subj, body = test_changelog(sys.argv[2])
-    elif sys.argv[1] == 'cover':
-        args = sys.argv[2:]
-        cut = args.index('--') if '--' in args else len(args)
-        subj, body = cover(args[:cut], args[cut + 1:])
+    if args[0] == 'test' and len(args) >= 4 and args[2] == '--series':
+        name, series = args[1], args[3]
+        rest = args[4:]
+        variants = None
+        if '--variants' in rest:
+            variants = rest[rest.index('--variants') + 1].split(',')
+        subj, body = test_changelog(name, series, variants,
+                                    '--category' in rest,
+                                    '--extends' in rest)
+    elif args[0] == 'kernel' and len(args) == 2:
+        subj, body = kernel_changelog(args[1])
+    elif args[0] == 'cover' and len(args) == 2:
+        subj, body = cover(args[1])
     else:
         sys.exit(__doc__)
     print(subj)

@@ -39,6 +39,9 @@
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(advice) {
 	struct ra_fs fs;
 	int fd;
@@ -121,7 +124,7 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
  * pages) or more. The marker: bound ra_pages / 20 read past the window,
  * healthy none, broken half a window or more of async readahead, 10x over.
  */
-TEST_F(advice, madv_random)
+TEST_F_TIMEOUT(advice, madv_random, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, probe, win, past_off;
 	long cached, bound, past;
@@ -192,7 +195,7 @@ TEST_F(advice, madv_random)
  * window, 8, 16x under or more. Broken (VM_RAND_READ stops it): one per
  * folio, 16x over or more.
  */
-TEST_F_TIMEOUT(advice, madv_random_exec, 180)
+TEST_F_TIMEOUT(advice, madv_random_exec, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
@@ -260,7 +263,7 @@ static void willneed(struct __test_metadata *_metadata, struct ra_fs *fs,
 			 "file of %d ra windows", FILE_WINDOWS);
 }
 
-TEST_F(advice, madv_willneed)
+TEST_F_TIMEOUT(advice, madv_willneed, TIMEOUT_S)
 {
 	char *vma;
 	int ret;
@@ -277,7 +280,7 @@ TEST_F(advice, madv_willneed)
 	munmap(vma, 2 * self->ra);
 }
 
-TEST_F(advice, fadv_willneed)
+TEST_F_TIMEOUT(advice, fadv_willneed, TIMEOUT_S)
 {
 	int ret;
 
@@ -316,7 +319,7 @@ static long window_pages(int fd, char *map, size_t ra, bool normal)
  * reads that window. Bound: ra_pages / 10 short of 2 * ra_pages.
  * Healthy: none short. Broken (no doubling): ra_pages short, 10x over.
  */
-TEST_F(advice, fadv_sequential)
+TEST_F_TIMEOUT(advice, fadv_sequential, TIMEOUT_S)
 {
 	long pages;
 	int ret;
@@ -340,7 +343,7 @@ TEST_F(advice, fadv_sequential)
  * (the doubled window kept): ra_pages beyond, 10x over. At least
  * ra_pages - ra_pages / 10 must be read, or there is no window to test.
  */
-TEST_F(advice, fadv_normal)
+TEST_F_TIMEOUT(advice, fadv_normal, TIMEOUT_S)
 {
 	long pages;
 	int ret;
@@ -372,7 +375,7 @@ TEST_F(advice, fadv_normal)
  * instead, 4 MiB less 128 KiB uncached, 19x over. On x86-64 the cap is
  * the PMD: only the second breakage can show there.
  */
-TEST_F(advice, madv_hugepage_2m)
+TEST_F_TIMEOUT(advice, madv_hugepage_2m, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, fault, start;
 	unsigned long pmd = read_pmd_pagesize();

@@ -43,6 +43,9 @@
 	"read-around not centred on a descending fault (read only ahead of it?)"
 #define PLAIN_RA_KB	16384UL
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(descending) {
 	struct ra_fs fs;
 	int fd;
@@ -78,7 +81,7 @@ FIXTURE_TEARDOWN(descending)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(descending, madv_hugepage, 180)
+TEST_F_TIMEOUT(descending, madv_hugepage, TIMEOUT_S)
 {
 	unsigned long pmd = read_pmd_pagesize(), nr_pmd = PMD_WALK;
 	size_t ps = self->fs.page_size;
@@ -178,7 +181,7 @@ static void sequential_walk(struct __test_metadata *_metadata,
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
-TEST_F_TIMEOUT(descending, madv_sequential, 180)
+TEST_F_TIMEOUT(descending, madv_sequential, TIMEOUT_S)
 {
 	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
 			&self->size, true);
@@ -188,7 +191,7 @@ TEST_F_TIMEOUT(descending, madv_sequential, 180)
  * The same walk from the first page forwards, same bound: it tells a
  * broken descending path from a broken test environment.
  */
-TEST_F_TIMEOUT(descending, ascending_control, 180)
+TEST_F_TIMEOUT(descending, ascending_control, TIMEOUT_S)
 {
 	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
 			&self->size, false);
@@ -204,7 +207,7 @@ TEST_F_TIMEOUT(descending, ascending_control, 180)
  * per folio, 2048 at 64 KiB folios to 32768 at 4 KiB): 181 to 724, 11x
  * from either side or more.
  */
-TEST_F_TIMEOUT(descending, plain_mapping, 180)
+TEST_F_TIMEOUT(descending, plain_mapping, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
 	unsigned long halves = 2 * SEQ_SIZE / (PLAIN_RA_KB * 1024);
@@ -259,7 +262,7 @@ static bool hole_pmd_mapped(struct __test_metadata *_metadata, int fd,
 	return mapped;
 }
 
-TEST_F_TIMEOUT(descending, pmd_hole, 180)
+TEST_F_TIMEOUT(descending, pmd_hole, TIMEOUT_S)
 {
 	unsigned long pmd = read_pmd_pagesize();
 	size_t folio = ra_folio_size(&self->fs), region;

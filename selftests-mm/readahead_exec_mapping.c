@@ -33,6 +33,9 @@
 #define SUSPECT \
 	"VM_EXEC faults gated by mmap_miss, which random faults left above MMAP_LOTSAMISS (no exec bypass)"
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(exec_mapping) {
 	struct ra_fs fs;
 	int fd;
@@ -63,7 +66,7 @@ FIXTURE_TEARDOWN(exec_mapping)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(exec_mapping, in_order_after_random, 180)
+TEST_F_TIMEOUT(exec_mapping, in_order_after_random, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
 	size_t spacing = 8 * RANDOM_KB * 1024, seq_off;
@@ -134,7 +137,7 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, 180)
  * as before 6.16): three quarters or a quarter of a window, 5x to 15x
  * over; no bound can be 10x from both kinds.
  */
-TEST_F(exec_mapping, stays_in_vma)
+TEST_F_TIMEOUT(exec_mapping, stays_in_vma, TIMEOUT_S)
 {
 	size_t ra = VMA_KB * 1024, fault = 3 * ra / 4;
 	unsigned long ra_pages = ra / self->fs.page_size;

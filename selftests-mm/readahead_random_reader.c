@@ -105,6 +105,9 @@ struct reader {
 	size_t strides_off;	/* file offset of the stride walks */
 };
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	7
+
 FIXTURE(random_reader) {
 	struct reader r;
 };
@@ -388,27 +391,27 @@ static void measure_pattern(struct __test_metadata *_metadata,
 		     JUDGE_RUNS, healthy_pages(p, ra_folio_size(&r->fs) / ps));
 }
 
-TEST_F_TIMEOUT(random_reader, single_pages, 300)
+TEST_F_TIMEOUT(random_reader, single_pages, TIMEOUT_S)
 {
 	measure_pattern(_metadata, &self->r, &single_pages);
 }
 
-TEST_F_TIMEOUT(random_reader, runs_of_2, 300)
+TEST_F_TIMEOUT(random_reader, runs_of_2, TIMEOUT_S)
 {
 	measure_pattern(_metadata, &self->r, &runs_of_2);
 }
 
-TEST_F_TIMEOUT(random_reader, runs_of_4, 300)
+TEST_F_TIMEOUT(random_reader, runs_of_4, TIMEOUT_S)
 {
 	measure_pattern(_metadata, &self->r, &runs_of_4);
 }
 
-TEST_F_TIMEOUT(random_reader, after_cached, 300)
+TEST_F_TIMEOUT(random_reader, after_cached, TIMEOUT_S)
 {
 	measure_pattern(_metadata, &self->r, &after_cached);
 }
 
-TEST_F_TIMEOUT(random_reader, strides, 300)
+TEST_F_TIMEOUT(random_reader, strides, TIMEOUT_S)
 {
 	measure_pattern(_metadata, &self->r, &strides);
 }

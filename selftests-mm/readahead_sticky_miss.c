@@ -35,6 +35,9 @@
 #define SUSPECT \
 	"mmap_miss stuck above MMAP_LOTSAMISS, read-around and async readahead never restart (sticky mmap_miss)"
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	6
+
 FIXTURE(sticky_miss) {
 	struct ra_fs fs;
 	int fd;
@@ -111,7 +114,7 @@ static void random_phase(struct __test_metadata *_metadata, const char *map,
 	ra_uncache(map, RANDOM_FAULTS * spacing);
 }
 
-TEST_F_TIMEOUT(sticky_miss, sequential_after_random, 180)
+TEST_F_TIMEOUT(sticky_miss, sequential_after_random, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
@@ -141,7 +144,7 @@ static void *read_range(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(sticky_miss, threads_after_random, 180)
+TEST_F_TIMEOUT(sticky_miss, threads_after_random, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, per = SEQ_SIZE / THREADS;
 	struct reader readers[THREADS];
@@ -195,7 +198,7 @@ static int direct_sink(const struct ra_fs *fs)
 	return sink;
 }
 
-TEST_F_TIMEOUT(sticky_miss, gup_after_random, 180)
+TEST_F_TIMEOUT(sticky_miss, gup_after_random, TIMEOUT_S)
 {
 	size_t chunk = GUP_CHUNK, done;
 	long start, majflt = 0;

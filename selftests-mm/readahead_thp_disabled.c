@@ -32,6 +32,9 @@
 #define SUSPECT \
 	"do_set_pmd() maps a PMD-sized folio by a PMD where THP is disabled (no vma_thp_disabled() check)"
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(thp_disabled) {
 	struct ra_fs fs;
 	int fd;
@@ -134,7 +137,7 @@ static long map_again(int fd, size_t size, unsigned long pmd, int advice)
 }
 
 /* A child process disables THP for itself, then maps and faults. */
-TEST_F(thp_disabled, prctl)
+TEST_F_TIMEOUT(thp_disabled, prctl, TIMEOUT_S)
 {
 	int pipefd[2], status;
 	long n = -1;
@@ -165,7 +168,7 @@ TEST_F(thp_disabled, prctl)
 }
 
 /* The same process, a second VMA with MADV_NOHUGEPAGE. */
-TEST_F(thp_disabled, madv_nohugepage)
+TEST_F_TIMEOUT(thp_disabled, madv_nohugepage, TIMEOUT_S)
 {
 	long n = map_again(self->fd, self->size, self->pmd, MADV_NOHUGEPAGE);
 

@@ -46,6 +46,9 @@ struct faulter {
 	long faults;	/* minor and major faults of its last access */
 };
 
+/* One round's STATE_WAIT_S and the rest; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	15
+
 FIXTURE(thrash) {
 	struct ra_fs fs;
 	struct ra_cgroup cg;
@@ -220,7 +223,7 @@ static bool wait_asleep(struct faulter *f, int nr, int fd, size_t off)
  * aside: seven hits for one miss a round. Threads that come after the
  * page is mapped take no fault: threads of one process share page tables.
  */
-TEST_F_TIMEOUT(thrash, concurrent_faults, 300)
+TEST_F_TIMEOUT(thrash, concurrent_faults, TIMEOUT_S)
 {
 	size_t folio = ra_folio_size(&self->fs);
 	long bound, pages = 0, waiters = 0;

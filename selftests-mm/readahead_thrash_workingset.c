@@ -33,6 +33,9 @@
 #define SUSPECT \
 	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself"
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(thrash) {
 	struct ra_fs fs;
 	struct ra_cgroup cg;
@@ -167,7 +170,7 @@ static void prepare_hits(struct __test_metadata *_metadata, int fd,
  *
  * Healthy: one miss, no hit counted. Broken: three hits for one miss.
  */
-TEST_F_TIMEOUT(thrash, refaulting_workingset, 300)
+TEST_F_TIMEOUT(thrash, refaulting_workingset, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
 	size_t ballast = self->size - BALLAST, pmd = read_pmd_pagesize();

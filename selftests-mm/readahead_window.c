@@ -29,6 +29,9 @@
 #define SUSPECT_FWD \
 	"read-around not centred on the fault (read only ahead of it?)"
 
+/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
+#define TIMEOUT_S	5
+
 FIXTURE(window) {
 	struct ra_fs fs;
 	int fd;
@@ -75,7 +78,7 @@ FIXTURE_TEARDOWN(window)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F(window, centred)
+TEST_F_TIMEOUT(window, centred, TIMEOUT_S)
 {
 	size_t fault = 4 * self->ra, half = self->ra / 2;
 	long behind, ahead;
@@ -99,7 +102,7 @@ TEST_F(window, centred)
 			 "of %lu", 3 * self->ra_pages / 2);
 }
 
-TEST_F(window, clamped_at_0)
+TEST_F_TIMEOUT(window, clamped_at_0, TIMEOUT_S)
 {
 	size_t fault = self->ra / 4;
 	long in, past;
@@ -125,7 +128,7 @@ TEST_F(window, clamped_at_0)
 			 "of %lu", self->ra_pages);
 }
 
-TEST_F(window, marker_quarter)
+TEST_F_TIMEOUT(window, marker_quarter, TIMEOUT_S)
 {
 	size_t ps = self->fs.page_size, fault = 4 * self->ra;
 	size_t mark = fault + self->ra / 4, past_off = fault + self->ra;

@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The plan of the readahead patch series, and the payload of each stage.
+
+  series_plan.py plan            the series, one block each: "series NAME
+                                 [FIX-COLUMN]", its kernel patches
+                                 ("patch FILE"), its tests ("test NAME
+                                 VARIANT..." or "test NAME" for all)
+  series_plan.py stage DIR TEST[:VARIANT,...]...
+                                 the payload with only those tests (and
+                                 only those variants of a test): DIR/
+                                 selftests-mm, lib, config,
+                                 run_vmtests-snippet.sh and scripts/
+                                 install-in-tree.sh, with the lib's
+                                 functions, types and macros they use
+  series_plan.py timeouts SETTINGS
+                                 the harness timeouts of every case added
+                                 up, and the timeout of SETTINGS (mm's
+                                 settings file): "SUM LIMIT", exit 1 when
+                                 the sum is above
+  series_plan.py verdicts        the check of each series' verdicts in
+                                 verdicts/expected.tsv; prints one line
+                                 per problem and exits 1 on any
+
+The plan follows verdicts/expected.tsv and validation/configurations. A
+test file goes into the first series when no case of it fails on a
+pristine 7.3 column (v7.3, debian-7.3, v7.3-arm64-64k, ...). Otherwise
+its variants whose cases all pass there stay in the first series, and
+the rest go with the fix whose columns (v7.3+<fix>, v7.3-arm64-64k+<fix>)
+pass them all: the fixes are the configurations whose patches are all
+on the v7.3+fixes line, in that line's order. A skip counts as a pass on
+a fix column only where the pristine column of the same machine skips
+too (the hardware, not the fix). A test that no fix makes pass is
+reported and left out.
+"""
+import os
+import re
+import shutil
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIRST = 'selftests'
+
+
+def table():
+    """Expected verdicts: column names and {case: {column: verdict}}."""
+    cols, rows = [], {}
+    for line in open(os.path.join(TOP, 'verdicts', 'expected.tsv')):
+        if line.startswith('#') or not line.strip():
+            continue
+        f = line.rstrip('\n').split('\t')
+        if f[0] == 'test':
+            cols = f[1:]
+            continue
+        rows[f[0]] = dict(zip(cols, f[1:]))
+    return cols, rows
+
+
+def base_columns(cols):
+    """The pristine 7.3 columns: released kernels and linux-source-7.3."""
+    return [c for c in cols if '+' not in c and
+            re.match(r'^(v|debian-)7\.3(-|$)', c)]
+
+
+def configurations():
+    """validation/configurations: [(column, [patch, ...])]."""
+    out = []
+    path = os.path.join(TOP, 'validation', 'configurations')
+    for line in open(path):
+        if line.startswith('#') or ':' not in line:
+            continue
+        col, _, patches = line.partition(':')
+        out.append((col.strip(), patches.split()))
+    return out
+
+
+def fixes():
+    """[(fix column, [patch, ...])] in the order of the v7.3+fixes line."""
+    confs = configurations()
+    every = dict(confs).get('v7.3+fixes', [])
+    found = [(c, p) for c, p in confs
+             if c != 'v7.3+fixes' and p and set(p) <= set(every)]
+    return sorted(found, key=lambda cp: every.index(cp[1][0]))
+
+
+def fix_columns(fix, cols):
+    """The columns of a fix: each pristine 7.3 column with it applied."""
+    change = fix.split('+', 1)[1]
+    base = base_columns(cols)
+    return [c for c in cols if c.endswith('+' + change) and
+            c[:-len(change) - 1] in base]
+
+
+def source(name):
+    return open(os.path.join(TOP, 'selftests-mm', name + '.c')).read()
+
+
+def test_names():
+    d = os.path.join(TOP, 'selftests-mm')
+    return sorted(f[:-2] for f in os.listdir(d) if f.endswith('.c'))
+
+
+def fixture_of(name):
+    m = re.search(r'^FIXTURE\((\w+)\)', source(name), re.M)
+    return m.group(1) if m else name.replace('readahead_', '')
+
+
+def variants_of(name):
+    return re.findall(r'^FIXTURE_VARIANT_ADD\(\w+,\s*(\w+)\)',
+                      source(name), re.M)
+
+
+def tests_of(name):
+    return re.findall(r'^TEST_F(?:_TIMEOUT)?\(\w+,\s*(\w+)', source(name),
+                      re.M)
+
+
+def cases_of(name, rows, variants=None):
+    """The cases of a test file, as expected.tsv names them."""
+    fx = fixture_of(name)
+    vs = variants_of(name) if variants is None else variants
+    return sorted(c for c in ('%s.%s.%s' % (fx, v, t)
+                              for v in vs for t in tests_of(name))
+                  if c in rows)
+
+
+def passes(verdicts, col, cols):
+    """True when a case passes on a fix column (see the header on skips)."""
+    v = verdicts.get(col)
+    if v == 'ok':
+        return True
+    if v != 'skip':
+        return False
+    base = col.split('+', 1)[0]
+    return base in cols and verdicts.get(base) == 'skip'
+
+
+def plan():
+    """[(series, fix column or None, [patch], [(test, variants or None)])],
+    and the problems found (tests left out)."""
+    cols, rows = table()
+    base = base_columns(cols)
+    fx = fixes()
+    first = []
+    per_fix = {f: [] for f, _ in fx}
+    problems = []
+    for name in test_names():
+        variants = variants_of(name)
+        good = [v for v in variants
+                if not any(rows[c].get(b) == 'FAIL'
+                           for c in cases_of(name, rows, [v]) for b in base)]
+        if good == variants:
+            first.append((name, None))
+            continue
+        rest = [v for v in variants if v not in good]
+        cases = cases_of(name, rows, rest)
+        home = [f for f, _ in fx
+                if all(passes(rows[c], col, cols)
+                       for col in fix_columns(f, cols) for c in cases)]
+        if not home:
+            problems.append('%s: fails on 7.3 and no fix makes it pass '
+                            '(%s)' % (name, ', '.join(cases)))
+            continue
+        if good:
+            first.append((name, good))
+        per_fix[home[0]].append((name, None))
+    out = [(FIRST, None, [], first)]
+    for f, patches in fx:
+        if per_fix[f]:
+            out.append((series_name(f), f, patches, per_fix[f]))
+    return out, problems
+
+
+def series_name(fix):
+    """A series' directory name: its fix's first patch, without .patch."""
+    return dict(fixes())[fix][0][:-len('.patch')]
+
+
+# --- the payload of a stage: only what its tests use ---------------------
+
+IDENT = re.compile(r'[A-Za-z_]\w*')
+PREPROC_KEEP = re.compile(r'^#\s*(if|ifdef|ifndef|else|elif|endif|include|'
+                          r'undef|pragma|error)\b')
+
+
+def strip_code(text):
+    """Comments and string literals out: what code refers to."""
+    text = re.sub(r'/\*.*?\*/', ' ', text, flags=re.S)
+    text = re.sub(r'//[^\n]*', ' ', text)
+    return re.sub(r'"(\\.|[^"\\])*"|\'(\\.|[^\'\\])*\'', ' ', text)
+
+
+def code_of(line, state):
+    """A line without its comments and literals; state[0] is true inside
+    a comment that runs on from an earlier line."""
+    out, i = [], 0
+    while i < len(line):
+        if state[0]:
+            k = line.find('*/', i)
+            if k < 0:
+                return ''.join(out)
+            state[0], i = False, k + 2
+        elif line.startswith('/*', i):
+            state[0], i = True, i + 2
+        elif line.startswith('//', i):
+            break
+        elif line[i] in '"\'':
+            q, i = line[i], i + 1
+            while i < len(line) and line[i] != q:
+                i += 2 if line[i] == '\\' else 1
+            i += 1
+        else:
+            out.append(line[i])
+            i += 1
+    return ''.join(out)
+
+
+def units(lines):
+    """Split a C file into units: (first line, last line, kind, defined
+    names, referenced names, group number). A unit is a statement with
+    the comments right above it; blank lines separate groups."""
+    out = []
+    i, n, group = 0, len(lines), 0
+    pending = None
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            group += 1
+            i += 1
+            continue
+        start = i if pending is None else pending
+        if line.lstrip().startswith('/*') or line.lstrip().startswith('//'):
+            if pending is None:
+                pending = i
+            while i < n and '*/' not in lines[i] and \
+                    not lines[i].lstrip().startswith('//'):
+                i += 1
+            i += 1
+            continue
+        if not out and start < i:
+            # The file's head (SPDX line, comment) stays as it is.
+            out.append((start, i - 1, 'keep', set(), set(), group))
+            start = i
+        pending = None
+        if line.startswith('#'):
+            j = i
+            while lines[j].endswith('\\') and j + 1 < n:
+                j += 1
+            text = '\n'.join(lines[i:j + 1])
+            m = re.match(r'#\s*define\s+(\w+)', text)
+            if m and not re.fullmatch(r'_[A-Z0-9_]*SOURCE', m.group(1)):
+                kind, defs = 'define', {m.group(1)}
+                refs = set(IDENT.findall(strip_code(text[m.end():])))
+            else:
+                kind, defs = 'keep', set()
+                refs = set(IDENT.findall(strip_code(text)))
+            out.append((start, j, kind, defs, refs, group))
+            i = j + 1
+            continue
+        # A declaration or definition: to ';' at depth 0, or to the '}'
+        # that closes a body opened at depth 0 when no '=' precedes it.
+        j, depth, seen_eq, code, state = i, 0, False, [], [False]
+        while j < n:
+            c = code_of(lines[j], state)
+            code.append(c)
+            end = False
+            for ch in c:
+                if ch in '({[':
+                    depth += 1
+                elif ch in ')}]':
+                    depth -= 1
+                    if ch == '}' and depth == 0 and not seen_eq:
+                        end = True
+                elif ch == '=' and depth == 0:
+                    seen_eq = True
+                elif ch == ';' and depth == 0:
+                    end = True
+            if end:
+                break
+            j += 1
+        text = '\n'.join(code)
+        top, d = [], 0
+        for tok in re.finditer(r'[A-Za-z_]\w*|[^\sA-Za-z_]', text):
+            t = tok.group(0)
+            if t in '({[':
+                if d == 0:
+                    top.append(t)
+                d += 1
+            elif t in ')}]':
+                d -= 1
+            elif d == 0:
+                top.append(t)
+        defs = {top[k] for k in range(len(top) - 1)
+                if IDENT.fullmatch(top[k]) and top[k + 1] in '(={,;['}
+        m = re.match(r'\s*(?:typedef\s+)?(?:struct|union|enum)\s+(\w+)\s*\{',
+                     text)
+        if m:
+            defs.add(m.group(1))
+        refs = set(IDENT.findall(text)) - defs
+        out.append((start, j, 'decl', defs, refs, group))
+        i = j + 1
+    return out
+
+
+def lib_files():
+    d = os.path.join(TOP, 'lib')
+    return sorted(f for f in os.listdir(d) if re.search(r'\.[ch]$', f))
+
+
+def lib_units():
+    """{file: (lines, units)} of lib/."""
+    out = {}
+    for f in lib_files():
+        lines = open(os.path.join(TOP, 'lib', f)).read().split('\n')
+        out[f] = (lines, units(lines))
+    return out
+
+
+def needed(libs, roots):
+    """The (file, unit index) pairs that roots need, transitively."""
+    by_name = {}
+    for f, (_, us) in libs.items():
+        for k, u in enumerate(us):
+            for name in u[3]:
+                by_name.setdefault(name, []).append((f, k))
+    keep, todo = set(), list(roots)
+    seen = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for f, k in by_name.get(name, []):
+            if (f, k) not in keep:
+                keep.add((f, k))
+                todo.extend(libs[f][1][k][4])
+    return keep
+
+
+def slice_file(lines, us, keep_idx):
+    """The file with only the kept units (and what always stays)."""
+    kept = [False] * len(us)
+    for k, u in enumerate(us):
+        kept[k] = u[2] == 'keep' or k in keep_idx
+    drop = set()
+    for k, u in enumerate(us):
+        if kept[k]:
+            continue
+        start = u[0]
+        first_of_group = k == 0 or us[k - 1][5] != u[5]
+        later = any(kept[m] for m in range(k + 1, len(us))
+                    if us[m][5] == u[5])
+        # A plain comment heading a group stays with the group.
+        if first_of_group and later and lines[start].startswith('/* '):
+            while '*/' not in lines[start]:
+                start += 1
+            start += 1
+        drop.update(range(start, u[1] + 1))
+    out = [ln for i, ln in enumerate(lines) if i not in drop]
+    text = '\n'.join(out)
+    # Conditional blocks left empty, then runs of blank lines.
+    text = re.sub(r'\n#if(n?def)? [^\n]*\n(\n)*#endif[^\n]*\n', '\n', text)
+    text = re.sub(r'\n{3,}', '\n\n', text)
+    return text
+
+
+def has_api(us, keep_idx, used):
+    """True when a test uses something of the file (not only what stays
+    throughout, as its include guard)."""
+    return any(k in keep_idx and k in used for k in range(len(us)))
+
+
+def slice_test(name, variants):
+    """A test's source with only the FIXTURE_VARIANT_ADD of variants."""
+    text = source(name)
+    if variants is None:
+        return text
+    out, skip = [], False
+    for line in text.split('\n'):
+        m = re.match(r'FIXTURE_VARIANT_ADD\(\w+,\s*(\w+)\)', line)
+        if m and m.group(1) not in variants:
+            skip = not line.rstrip().endswith('};')
+            continue
+        if skip:
+            skip = not line.rstrip().endswith('};')
+            continue
+        out.append(line)
+    return '\n'.join(out)
+
+
+def stage(dest, specs):
+    """specs: "test" or "test:variant,variant", later ones winning."""
+    chosen = {}
+    for spec in specs:
+        t, _, v = spec.partition(':')
+        chosen[t] = v.split(',') if v else None
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    for d in ('selftests-mm', 'lib', 'scripts'):
+        os.makedirs(os.path.join(dest, d))
+    roots = set()
+    for t, v in chosen.items():
+        text = slice_test(t, v)
+        open(os.path.join(dest, 'selftests-mm', t + '.c'), 'w').write(text)
+        roots |= set(IDENT.findall(strip_code(text)))
+    libs = lib_units()
+    every = set()
+    for t in test_names():
+        every |= set(IDENT.findall(strip_code(source(t))))
+    allk = needed(libs, every)
+    # What no test uses (nothing would ever bring it in) stays throughout.
+    for f, (_, us) in libs.items():
+        for k, u in enumerate(us):
+            if (f, k) not in allk:
+                roots |= u[3]
+    keep = needed(libs, roots)
+    for f, (lines, us) in libs.items():
+        idx = {k for g, k in keep if g == f}
+        if has_api(us, idx, {k for g, k in allk if g == f}):
+            open(os.path.join(dest, 'lib', f), 'w').write(
+                slice_file(lines, us, idx))
+    for f in ('config', 'run_vmtests-snippet.sh',
+              'scripts/install-in-tree.sh'):
+        shutil.copy2(os.path.join(TOP, f), os.path.join(dest, f))
+
+
+def verdict_problems():
+    """Each series' verdicts, as the header says."""
+    cols, rows = table()
+    base = base_columns(cols)
+    series, problems = plan()
+    first = [c for t, v in series[0][3] for c in cases_of(t, rows, v)]
+    for c in first:
+        bad = [b for b in base if rows[c].get(b) == 'FAIL']
+        if bad:
+            problems.append('%s: FAIL on %s, in the first series' %
+                            (c, ', '.join(bad)))
+    for name, fix, _, tests in series[1:]:
+        fcols = fix_columns(fix, cols)
+        if not fcols:
+            problems.append('%s: no column of %s' % (name, fix))
+        done = []
+        for t, _ in tests:
+            # The cases this series brings: those the first lacks.
+            for c in cases_of(t, rows):
+                if c in first:
+                    continue
+                done.append(c)
+                for col in fcols:
+                    if not passes(rows[c], col, cols):
+                        problems.append('%s: %s on %s' %
+                                        (c, rows[c].get(col), col))
+        for c in first:
+            for col in fcols:
+                if rows[c].get(col) == 'FAIL':
+                    problems.append('%s (first series): FAIL on %s' %
+                                    (c, col))
+        if not done:
+            problems.append('%s: no case' % name)
+    return problems
+
+
+def timeouts(settings):
+    """Sum of the harness timeouts of every case, against the timeout of
+    mm's settings file (what the kselftest runner gives the category)."""
+    limit = int(re.search(r'^timeout=(\d+)', open(settings).read(),
+                          re.M).group(1))
+    total = 0
+    for name in test_names():
+        text = strip_code(source(name))
+        macros = dict(re.findall(r'^#define\s+(\w+)\s+(\d+)\s*$', text,
+                                 re.M))
+        nvar = max(1, len(variants_of(name)))
+        for m in re.finditer(r'^TEST_F(_TIMEOUT)?\(\w+,\s*\w+(?:,\s*(\w+))?\)',
+                             text, re.M):
+            t = m.group(2) if m.group(1) else '30'
+            total += nvar * int(macros.get(t, t))
+    return total, limit
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    cmd = sys.argv[1]
+    if cmd == 'plan':
+        series, problems = plan()
+        for name, fix, patches, tests in series:
+            print('series %s%s' % (name, ' ' + fix if fix else ''))
+            for p in patches:
+                print('patch %s' % p)
+            for t, v in tests:
+                print('test %s%s' % (t, ' ' + ' '.join(v) if v else ''))
+        for p in problems:
+            print('problem %s' % p)
+    elif cmd == 'stage' and len(sys.argv) >= 4:
+        stage(sys.argv[2], sys.argv[3:])
+    elif cmd == 'timeouts' and len(sys.argv) == 3:
+        total, limit = timeouts(sys.argv[2])
+        print('%d %d' % (total, limit))
+        sys.exit(0 if total <= limit else 1)
+    elif cmd == 'verdicts':
+        problems = verdict_problems()
+        for p in problems:
+            print(p)
+        sys.exit(1 if problems else 0)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == '__main__':
+    main()
