@@ -39,8 +39,8 @@
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
 
-/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	5
+/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+#define TIMEOUT_S	4
 
 FIXTURE(advice) {
 	struct ra_fs fs;

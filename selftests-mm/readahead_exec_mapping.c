@@ -33,8 +33,8 @@
 #define SUSPECT \
 	"VM_EXEC faults gated by mmap_miss, which random faults left above MMAP_LOTSAMISS (no exec bypass)"
 
-/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	5
+/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+#define TIMEOUT_S	8
 
 FIXTURE(exec_mapping) {
 	struct ra_fs fs;

@@ -33,8 +33,8 @@
 #define SUSPECT \
 	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
 
-/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	5
+/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+#define TIMEOUT_S	4
 
 FIXTURE(read_around) {
 	struct ra_fs fs;

@@ -35,8 +35,8 @@
 #define SUSPECT \
 	"mmap_miss stuck above MMAP_LOTSAMISS, read-around and async readahead never restart (sticky mmap_miss)"
 
-/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	6
+/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+#define TIMEOUT_S	5
 
 FIXTURE(sticky_miss) {
 	struct ra_fs fs;

@@ -32,8 +32,8 @@
 #define SUSPECT \
 	"do_set_pmd() maps a PMD-sized folio by a PMD where THP is disabled (no vma_thp_disabled() check)"
 
-/* ~10x the slowest case measured; all readahead cases fit mm's settings timeout */
-#define TIMEOUT_S	5
+/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+#define TIMEOUT_S	4
 
 FIXTURE(thp_disabled) {
 	struct ra_fs fs;

@@ -32,7 +32,7 @@
 
 #define ROUNDS		30
 #define FAULTERS	8	/* one reader, seven waiters, each round */
-#define STATE_WAIT_S	10	/* a held read never ends: only a bound */
+#define STATE_WAIT_S	5	/* a held read never ends: only a bound */
 #define SUSPECT \
 	"faults waiting on a locked folio counted as mmap hits (do_async_mmap_readahead()); if random_reader fails too, the mmap_miss gate itself"
 
@@ -46,7 +46,7 @@ struct faulter {
 	long faults;	/* minor and major faults of its last access */
 };
 
-/* One round's STATE_WAIT_S and the rest; all readahead cases fit mm's settings timeout */
+/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
 #define TIMEOUT_S	15
 
 FIXTURE(thrash) {
