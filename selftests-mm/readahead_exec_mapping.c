@@ -134,7 +134,7 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, TIMEOUT_S)
  * pages cached past the end of an exec mapping of one ra window of the
  * file after a fault three quarters into it. Bound: ra_pages / 20.
  * Healthy: none. Broken (no clamp, or a read-around centred on the fault
- * as before 6.16): three quarters or a quarter of a window, 5x to 15x
+ * as before 6.17): three quarters or a quarter of a window, 5x to 15x
  * over; no bound can be 10x from both kinds.
  */
 TEST_F_TIMEOUT(exec_mapping, stays_in_vma, TIMEOUT_S)
