@@ -303,15 +303,28 @@ TEST_F_TIMEOUT(advice, fadv_willneed, TIMEOUT_S)
  *   |---------|=======,=======x=======,=======|---------|
  *              after SEQUENTIAL; after NORMAL only between the commas
  *
- * Return: the pages of [2 ra, 6 ra) in the page cache, or -1.
+ * The file is made here (advice_file()).
+ *
+ * Return: the pages of [2 ra, 6 ra) in the page cache, or -1 after a
+ * skip.
  */
-static long window_pages(int fd, char *map, size_t ra, bool normal)
+static long window_pages(struct __test_metadata *_metadata,
+			 struct ra_fs *fs, int *fd, char **map, size_t *size,
+			 size_t *ra, unsigned long *ra_pages, bool normal)
 {
-	if (posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ||
-	    (normal && posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL)))
+	long pages;
+	int ret;
+
+	ret = advice_file(fs, fd, map, size, ra, ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, fs))
 		return -1;
-	FORCE_READ(map[4 * ra]);
-	return ra_cached_pages(fd, map, 2 * ra, 4 * ra);
+	ASSERT_EQ(0, posix_fadvise(*fd, 0, 0, POSIX_FADV_SEQUENTIAL));
+	if (normal)
+		ASSERT_EQ(0, posix_fadvise(*fd, 0, 0, POSIX_FADV_NORMAL));
+	FORCE_READ((*map)[4 * *ra]);
+	pages = ra_cached_pages(*fd, *map, 2 * *ra, 4 * *ra);
+	ASSERT_LE(0, pages);
+	return pages;
 }
 
 /*
@@ -322,14 +335,11 @@ static long window_pages(int fd, char *map, size_t ra, bool normal)
 TEST_F_TIMEOUT(advice, fadv_sequential, TIMEOUT_S)
 {
 	long pages;
-	int ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
-	if (!ra_ready(_metadata, ret, &self->fs))
+	pages = window_pages(_metadata, &self->fs, &self->fd, &self->map,
+			     &self->size, &self->ra, &self->ra_pages, false);
+	if (pages < 0)
 		return;
-	pages = window_pages(self->fd, self->map, self->ra, false);
-	ASSERT_LE(0, pages);
 	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_SEQUENTIAL",
 			 2 * (long)self->ra_pages - pages,
 			 "pages short of twice ra_pages", self->ra_pages / 10,
@@ -346,14 +356,11 @@ TEST_F_TIMEOUT(advice, fadv_sequential, TIMEOUT_S)
 TEST_F_TIMEOUT(advice, fadv_normal, TIMEOUT_S)
 {
 	long pages;
-	int ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
-	if (!ra_ready(_metadata, ret, &self->fs))
+	pages = window_pages(_metadata, &self->fs, &self->fd, &self->map,
+			     &self->size, &self->ra, &self->ra_pages, true);
+	if (pages < 0)
 		return;
-	pages = window_pages(self->fd, self->map, self->ra, true);
-	ASSERT_LE(0, pages);
 	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_NORMAL",
 			 pages - (long)self->ra_pages, "pages beyond ra_pages",
 			 self->ra_pages / 10,
