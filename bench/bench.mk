@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# fio workloads on several kernels.  Included from the top Makefile:
+# fio workloads and a sqlite3 client on several kernels.  Included from
+# the top Makefile:
 #
 #   make bench [KERNELS="host 6.18 7.3 v7.3+restart_v2 ..."] [BENCH_ONLY=regex]
 #

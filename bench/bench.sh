@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Run the fio workloads of bench/jobs on several kernels and write
-# bench/RESULTS.md and bench/chart.png.
+# Run the workloads of bench/jobs (fio jobs, and a sqlite3 client) on
+# several kernels and write bench/RESULTS.md and bench/chart.png (the
+# chart only when fio jobs ran).
 #
 #   bench/bench.sh [--kernels "host 6.18 7.3 ..."] [--only REGEX]
 #                  [--logs DIR] [--results FILE] [--chart FILE]
@@ -74,7 +75,7 @@ for f in "$results" "$chart"; do
 	rm -f "$probe"
 done
 "$here/run-jobs.sh" --list ${only:+--only "$only"} >/dev/null || exit
-for tool in fio xfs_io gnuplot python3; do
+for tool in fio xfs_io sqlite3 gnuplot python3; do
 	command -v "$tool" >/dev/null ||
 		{ echo "$prog: $tool not found (make deps)" >&2; exit 3; }
 done
@@ -89,6 +90,7 @@ show() {
 	awk '
 	/^@@bench-run / { sub(/^@@bench-run /, "  done: "); print; skip = 1; fflush(); next }
 	/^@@bench-end/ { skip = 0; next }
+	/^@@bench-sqlite / { sub(/^@@bench-sqlite /, "  done: "); print; fflush(); next }
 	/^@@bench-kernel / { print "# kernel " $2; fflush(); next }
 	!skip { print; fflush() }'
 }
@@ -160,7 +162,8 @@ run_one() {
 	nice -n 10 "$top/vm/run-vm.sh" --kernel "$kernel" \
 		${modules:+--modules "$modules"} --mem 2G --smp 2 --timeout 1800 \
 		--build "$here" --runner "$here/run-jobs.sh" \
-		--program fio --program xfs_io ${vm_env[@]+"${vm_env[@]}"}
+		--program fio --program xfs_io --program sqlite3 \
+		${vm_env[@]+"${vm_env[@]}"}
 }
 
 keep() {
@@ -220,5 +223,4 @@ command="make bench KERNELS=\"$kernels\""
 [ -z "$only" ] || command="bench/bench.sh --kernels \"$kernels\" --only '$only'"
 python3 "$here/report.py" --results "$results" --chart "$chart" \
 	--command "$command" "${logfiles[@]}" || exit 3
-echo "# wrote $results and $chart"
 [ ${#failed[@]} -eq 0 ] || exit 1

@@ -10,11 +10,17 @@ and kernel: major faults (fio's majf, summed over a section's jobs), MiB
 read from the loop device, and the fio runtime as a ratio to the first
 kernel of the same kind (QEMU or host) that ran the workload: under TCG
 absolute times mean little, and host and guest times are not comparable.
+Per phase of a sqlite3 job and kernel: sqlite3's major faults, MiB read
+and the phase's wall time as the same kind of ratio, in a table of their
+own.
 
-A record is a "@@bench-run" line of key=value fields, fio's JSON and a
-"@@bench-end" line; a damaged one (cut short, bad header, bad JSON, a fio
-error) is skipped with a warning on stderr. Kernels that did not run, or
-not every workload, are listed with the last error line of their log.
+A fio record is a "@@bench-run" line of key=value fields, fio's JSON and
+a "@@bench-end" line; a damaged one (cut short, bad header, bad JSON, a
+fio error) is skipped with a warning on stderr. A sqlite3 record is one
+"@@bench-sqlite" line of key=value fields, skipped the same way when a
+field is missing or bad. Kernels that did not run, or not every
+workload, are listed with the last error line of their log. The chart
+shows the fio workloads; without any, it is not written.
 
 Exit status: 0 written; 1 no results in any log; 3 a log, RESULTS.md or
 the chart could not be read or written.
@@ -31,6 +37,8 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIELDS = ('fs', 'ra_kb', 'job', 'read_ios', 'read_sectors')
+SQL_FIELDS = ('fs', 'ra_kb', 'job', 'phase', 'rows', 'majflt', 'read_ios',
+              'read_sectors', 'wall_ms', 'db_bytes', 'sqlite')
 
 
 class Fatal(Exception):
@@ -60,12 +68,7 @@ def records(text):
 
 def parse_run(head, body):
     """Return (key, figures) of a record, or raise ValueError."""
-    kv = {}
-    for field in head.split():
-        if '=' not in field:
-            raise ValueError(f"bad field '{field}'")
-        k, v = field.split('=', 1)
-        kv[k] = v
+    kv = fields(head)
     missing = [k for k in FIELDS if k not in kv]
     if missing:
         raise ValueError('no ' + ', '.join(missing))
@@ -92,9 +95,42 @@ def parse_run(head, body):
     return key, figures
 
 
+def fields(head):
+    """The key=value fields of a record line, or raise ValueError."""
+    kv = {}
+    for field in head.split():
+        if '=' not in field:
+            raise ValueError(f"bad field '{field}'")
+        k, v = field.split('=', 1)
+        kv[k] = v
+    return kv
+
+
+def parse_sql(head):
+    """Return (key, figures) of a @@bench-sqlite line, or raise ValueError."""
+    kv = fields(head)
+    missing = [k for k in SQL_FIELDS if k not in kv]
+    if missing:
+        raise ValueError('no ' + ', '.join(missing))
+    try:
+        figures = {
+            'majf': int(kv['majflt']),
+            'mib': int(kv['read_sectors']) * 512 / 2**20,
+            'ios': int(kv['read_ios']),
+            'ms': int(kv['wall_ms']),
+            'rows': int(kv['rows']),
+            'db_mib': int(kv['db_bytes']) / 2**20,
+            'sqlite': kv['sqlite'],
+        }
+        key = (kv['job'], kv['fs'], int(kv['ra_kb']), kv['phase'])
+    except ValueError as e:
+        raise ValueError(f'bad figure ({e})') from None
+    return key, figures
+
+
 def parse_log(path):
-    """Return (label, how, release, {workload: figures}, [load], error,
-    number of bad records)."""
+    """Return (label, how, release, {workload: figures}, {sqlite phase:
+    figures}, [load], error, number of bad records)."""
     try:
         with open(path, encoding='utf-8', errors='replace') as f:
             text = f.read()
@@ -110,7 +146,16 @@ def parse_log(path):
               if 'exited with status' not in e]
     runs_error = errors[-1] if errors else None
     runs = {}
+    sql = {}
     bad = 0
+    for line in re.findall(r'^@@bench-sqlite(.*)$', text, re.M):
+        try:
+            key, figures = parse_sql(line)
+            sql[key] = figures
+        except ValueError as e:
+            m = re.search(r'(?:^|\s)phase=(\S*)', line)
+            warn(f"{path}: sqlite phase {m.group(1) if m else '?'}: {e}, skipped")
+            bad += 1
     for head, body, problem in records(text):
         if problem is None:
             try:
@@ -123,15 +168,18 @@ def parse_log(path):
         job = m.group(1) if m else '?'
         warn(f'{path}: job {job}: {problem}, skipped')
         bad += 1
-    return label, how, release, runs, load, runs_error, bad
+    return label, how, release, runs, sql, load, runs_error, bad
 
 
-def partly_why(k, order):
+def partly_why(k, order, sql_order):
     """What a kernel that ran only partly lacks, and its last error."""
     why = []
     if len(k['runs']) < len(order):
         why.append(f"{len(order) - len(k['runs'])} of {len(order)} "
                    'workloads missing')
+    if len(k['sql']) < len(sql_order):
+        why.append(f"{len(sql_order) - len(k['sql'])} of {len(sql_order)} "
+                   'sqlite3 phases missing')
     if k['bad']:
         why.append(f"{k['bad']} damaged record{'s' if k['bad'] > 1 else ''}")
     if k['error']:
@@ -139,11 +187,12 @@ def partly_why(k, order):
     return ', '.join(why)
 
 
-def workload_order(kernels):
-    """Workloads in the order of the first log that has them."""
+def workload_order(kernels, what='runs'):
+    """Workloads (or sqlite3 phases) in the order of the first log that
+    has them."""
     order = []
     for k in kernels:
-        for key in k['runs']:
+        for key in k[what]:
             if key not in order:
                 order.append(key)
     return order
@@ -186,17 +235,59 @@ def table(kernels, order, cell):
     return '\n'.join(rows)
 
 
-def ratio_cell(kernels):
+def ratio_cell(kernels, what='runs'):
     """Runtime ratio to the first kernel of the same kind with the workload."""
     def cell(k, key, r):
         for ref in kernels:
-            if ref['how'] == k['how'] and key in ref['runs']:
-                base = ref['runs'][key]['ms']
+            if ref['how'] == k['how'] and key in ref[what]:
+                base = ref[what][key]['ms']
                 break
         if base <= 0:
             return '-'
         return f"{r['ms'] / base:.2f}"
     return cell
+
+
+def sql_section(kernels, order):
+    """The sqlite3 job's table: a row per kernel and phase."""
+    first = next(k['sql'][key] for k in kernels for key in order
+                 if key in k['sql'])
+    jobs = sorted({key[0] for key in order})
+    setups = sorted({(key[1], key[2]) for key in order})
+    out = ['## SQLite: point lookups, then a full scan\n']
+    out.append(
+        f"Debian's sqlite3 ({first['sqlite']}) in one process reads a "
+        f"{first['db_mib']:.0f} MiB table (one 4000-byte row per 4 KiB page) "
+        'through a mapping of the whole database file (`PRAGMA mmap_size`), '
+        'on ' + ', '.join(f'{fs} at `read_ahead_kb` {ra}' for fs, ra in setups)
+        + ', from a cold page cache: `lookups`, 300 point lookups by '
+        'rowid, then `scan`, a full scan in key order ('
+        + ', '.join(f'`jobs/{j}.sql`' for j in jobs) + '). Major faults are '
+        "sqlite3's own (`/proc/<pid>/stat`) and MiB read the loop device's, "
+        'per phase; time is the phase\'s wall time divided by that of the '
+        'first kernel of the same kind (QEMU or host).\n')
+    out.append('Expected: on a healthy kernel the scan gets readahead, a major '
+               'fault only where it comes out of a range the lookups left '
+               'cached (a few hundred, for 100000 pages), and the two phases '
+               'read the table about once; where `mmap_miss` sticks after the '
+               'lookups (7.2, 7.3) the scan takes one major fault, and one '
+               'read, for most of its pages.\n')
+    multi = len(jobs) > 1 or len(setups) > 1
+    head = ('| kernel | ' + ('job | ' if multi else '') + 'phase | rows | '
+            'major faults | MiB read | device reads | time ratio |')
+    rows = [head, '|---|' + ('---|' if multi else '') + '---|' + '---:|' * 5]
+    ratio = ratio_cell(kernels, 'sql')
+    for k in kernels:
+        for key in order:
+            r = k['sql'].get(key)
+            if not r:
+                continue
+            job = f'{key[0]} {key[1]} ra{key[2]} | ' if multi else ''
+            rows.append(f"| {k['col']} | {job}{key[3]} | {r['rows']} | "
+                        f"{r['majf']} | {fmt_mib(r['mib'])} | {r['ios']} | "
+                        f"{ratio(k, key, r)} |")
+    out.append('\n'.join(rows))
+    return out
 
 
 def write_chart(kernels, order, chart):
@@ -279,31 +370,36 @@ def report(args):
     """Write RESULTS.md and the chart from the logs; the exit status."""
     kernels = []
     for path in args.logs:
-        label, how, release, runs, load, error, bad = parse_log(path)
+        label, how, release, runs, sql, load, error, bad = parse_log(path)
         # 6.18.15+deb13-cloud-amd64 -> 6.18.15
         short = re.split(r'[+-]', release)[0] if release else None
         col = label if not short or short == label else f'{label} ({short})'
         if how == 'host':
             col = f'host {short}' if short else 'host'
         kernels.append({'label': label, 'how': how, 'release': release,
-                        'runs': runs, 'col': col, 'load': load,
+                        'runs': runs, 'sql': sql, 'col': col, 'load': load,
                         'error': error, 'bad': bad})
-    ran = [k for k in kernels if k['runs']]
-    missing = [k for k in kernels if not k['runs']]
+    ran = [k for k in kernels if k['runs'] or k['sql']]
+    missing = [k for k in kernels if not k['runs'] and not k['sql']]
     if not ran:
         warn('no results in the logs ' + ', '.join(args.logs))
         return 1
     order = workload_order(ran)
-    partly = [k for k in ran if k['bad'] or len(k['runs']) < len(order)]
+    sql_order = workload_order(ran, 'sql')
+    partly = [k for k in ran if k['bad'] or len(k['runs']) < len(order)
+              or len(k['sql']) < len(sql_order)]
+    fio_ran = [k for k in ran if k['runs']]
 
     out = []
     out.append(f'Generated by `{args.command}` at commit {commit()} on '
                f"{time.strftime('%Y-%m-%d', time.gmtime())}; "
                'do not edit by hand.\n')
-    out.append('# fio workloads: readahead cost per kernel\n')
-    out.append('Written by `bench/report.py` from the logs of that run; '
-               'the chart is '
-               f'[{os.path.basename(args.chart)}]({os.path.basename(args.chart)}). '
+    out.append('# Bench workloads: readahead cost per kernel\n')
+    chart = ('; the chart is '
+             f'[{os.path.basename(args.chart)}]({os.path.basename(args.chart)})'
+             if order else '')
+    out.append('Written by `bench/report.py` from the logs of that run'
+               f'{chart}. '
                'Workloads are the job files in `jobs/` (section, '
                'filesystem, `read_ahead_kb` of the loop device); `jobs/plan` '
                'says which runs where. "host" ran natively, every other '
@@ -314,19 +410,25 @@ def report(args):
             for k in missing) + '.\n')
     if partly:
         out.append('Ran only partly: ' + '; '.join(
-            f"{k['label']} ({partly_why(k, order)})" for k in partly) + '.\n')
-    out.append('## Major faults\n')
-    out.append('fio\'s `majf`, summed over the jobs of a section.\n')
-    out.append(table(ran, order, lambda k, key, r: str(r['majf'])))
-    out.append('\n## MiB read from the device\n')
-    out.append('Read sectors of the loop device across the fio run '
-               '(`/sys/block/<dev>/stat`), in MiB.\n')
-    out.append(table(ran, order, lambda k, key, r: fmt_mib(r['mib'])))
-    out.append('\n## Time, as a ratio\n')
-    out.append('fio\'s job runtime divided by that of the first kernel of the '
-               'same kind (QEMU or host) in this run; only ratios between '
-               'kernels of one run mean something.\n')
-    out.append(table(ran, order, ratio_cell(ran)))
+            f"{k['label']} ({partly_why(k, order, sql_order)})"
+            for k in partly) + '.\n')
+    if order:
+        out.append('## Major faults\n')
+        out.append('fio\'s `majf`, summed over the jobs of a section.\n')
+        out.append(table(fio_ran, order, lambda k, key, r: str(r['majf'])))
+        out.append('\n## MiB read from the device\n')
+        out.append('Read sectors of the loop device across the fio run '
+                   '(`/sys/block/<dev>/stat`), in MiB.\n')
+        out.append(table(fio_ran, order, lambda k, key, r: fmt_mib(r['mib'])))
+        out.append('\n## Time, as a ratio\n')
+        out.append('fio\'s job runtime divided by that of the first kernel of '
+                   'the same kind (QEMU or host) in this run; only ratios '
+                   'between kernels of one run mean something.\n')
+        out.append(table(fio_ran, order, ratio_cell(fio_ran)))
+    if sql_order:
+        if order:
+            out.append('')
+        out += sql_section([k for k in ran if k['sql']], sql_order)
     loads = [f"{k['col']} {' to '.join(k['load'])}" for k in ran if k['load']]
     if loads:
         out.append('\nThe host\'s 1-minute load average before and after each '
@@ -338,7 +440,11 @@ def report(args):
             f.write('\n'.join(out))
     except OSError as e:
         raise Fatal(f'cannot write {args.results}: {e.strerror}') from None
-    write_chart(ran, order, args.chart)
+    if order:
+        write_chart(fio_ran, order, args.chart)
+        print(f'# wrote {args.results} and {args.chart}')
+    else:
+        print(f'# wrote {args.results} (no fio results: {args.chart} not written)')
     return 0
 
 

@@ -1,35 +1,48 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Run the fio jobs of bench/jobs/plan on the running kernel (the host or a
-# QEMU guest, as root) and print one record per fio run.
+# Run the jobs of bench/jobs/plan on the running kernel (the host or a
+# QEMU guest, as root) and print one record per fio run and per phase of
+# a sqlite3 run.
 #
 #   bench/run-jobs.sh [--jobs DIR] [--only REGEX] [--list]
 #
 # --only (or BENCH_ONLY in the environment, for a guest) runs only the
-# job sections whose names match the extended regular expression; a bad
-# regex, or one that matches no section of the plan, is a usage error
-# found before any setup. --list prints the runs ("<fs> <ra_kb>
-# <section>", one a line) and exits without running them.
+# job sections whose names match the extended regular expression (a
+# .sql job file is one section, its name without .sql); a bad regex, or
+# one that matches no section of the plan, is a usage error found before
+# any setup. --list prints the runs ("<fs> <ra_kb> <section>", one a
+# line) and exits without running them.
 #
 # For each filesystem of the plan: a 4 GiB sparse image on a private
 # tmpfs, a loop device over it, mkfs, mount, the files laid out by fio
 # (real data, fsynced; on xfs4k also "big", reflinked copies of a piece
-# fio wrote), then every section of every job file of that filesystem at
-# the plan's read_ahead_kb, one fio run each, after every file of the
-# filesystem was dropped from the page cache (POSIX_FADV_DONTNEED through
-# xfs_io, checked with mincore: a run that would start with cached pages
-# is not run).
+# fio wrote; only when the plan runs fio jobs there), then every section
+# of every job file of that filesystem at the plan's read_ahead_kb, one
+# fio run each, after every file of the filesystem was dropped from the
+# page cache (POSIX_FADV_DONTNEED through xfs_io, checked with mincore: a
+# run that would start with cached pages is not run).
+#
+# A job file <name>.sql is a sqlite3 script: before its first run on a
+# filesystem, <name>-db.sql makes the database <name>.db there; then, from
+# a cold page cache, one "sqlite3 -readonly -bail" process reads the
+# script on its stdin. The script marks its phases with ".shell
+# $BENCH_SAMPLE <phase>" (the first one "start"), which samples sqlite3's
+# major faults (/proc/<pid>/stat) and the loop device's read counters, and
+# prints a "result <phase> <rows> ..." line per phase.
 #
 # stdout: "@@bench-kernel <uname -r>", fio's progress lines, and per run
 #   @@bench-run fs=<fs> ra_kb=<n> job=<section> read_ios=<n> read_sectors=<n> wall_ms=<n>
 #   <fio's JSON output>
 #   @@bench-end
+# and per phase of a sqlite3 run, one line
+#   @@bench-sqlite fs=<fs> ra_kb=<n> job=<section> phase=<phase> rows=<n> majflt=<n> read_ios=<n> read_sectors=<n> wall_ms=<n> db_bytes=<n> sqlite=<version>
 # read_ios and read_sectors (512 bytes) are the loop device's read
-# counters from /sys/block/<dev>/stat across the run: exact, where fio's
-# own disk statistics are sampled every 250 ms.
-# Exit status: 0; 1 when a fio run fails; 2 usage; 3 setup failure
-# (tmpfs, loop device, mkfs, mount).
+# counters from /sys/block/<dev>/stat across the run or phase: exact,
+# where fio's own disk statistics are sampled every 250 ms. A phase's
+# wall_ms has the resolution of /proc/uptime (10 ms).
+# Exit status: 0; 1 when a fio or sqlite3 run fails; 2 usage; 3 setup
+# failure (tmpfs, loop device, mkfs, mount, database).
 #
 # Everything lives under one ${TMPDIR:-/tmp}/bench.XXXXXX, removed on exit;
 # when its tmpfs will not unmount, it is left and named on stderr. A run
@@ -66,7 +79,10 @@ done
 sections_of() {
 	local sections
 
-	sections=$(sed -n 's/^\[\([^]]*\)\]$/\1/p' "$1" | grep -vx global || true)
+	case $1 in
+	*.sql) sections=$(basename "$1" .sql) ;;
+	*) sections=$(sed -n 's/^\[\([^]]*\)\]$/\1/p' "$1" | grep -vx global || true) ;;
+	esac
 	[ -z "$only" ] || sections=$(grep -E -- "$only" <<<"$sections" || true)
 	[ -z "$sections" ] || echo "$sections"
 }
@@ -78,6 +94,10 @@ plan_runs() {
 	while read -r fs ra job _; do
 		case $fs in '' | '#'*) continue ;; esac
 		[ -f "$jobs/$job" ] || die "job file '$job' of the plan is missing"
+		case $job in
+		*.sql) [ -f "$jobs/${job%.sql}-db.sql" ] ||
+			die "job file '$job' of the plan has no ${job%.sql}-db.sql" ;;
+		esac
 		for sec in $(sections_of "$jobs/$job"); do
 			echo "$fs $ra $job $sec"
 		done
@@ -102,6 +122,9 @@ fi
 for tool in fio losetup mkfs.ext4 mkfs.xfs xfs_io; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
+if awk '$3 ~ /\.sql$/ { found = 1 } END { exit !found }' <<<"$runs"; then
+	command -v sqlite3 >/dev/null || die "sqlite3 not found"
+fi
 # fio keeps its job state in System V shared memory.
 [ -d /proc/sysvipc ] || die "kernel without System V IPC (CONFIG_SYSVIPC), which fio needs"
 
@@ -171,6 +194,9 @@ setup() {
 	mount "$dev" "$work/mnt" || die "cannot mount $fs (kernel support?)"
 	cur_fs=$fs
 
+	# The fio jobs' files, when the plan runs fio jobs here.
+	awk -v fs="$fs" '$1 == fs && $3 ~ /\.fio$/ { found = 1 } END { exit !found }' \
+		<<<"$runs" || return 0
 	if [ "$fs" = ext4 ]; then
 		layout "$work/mnt" --name=data --filename=data --size=512m
 	else
@@ -229,6 +255,87 @@ progress() {
 	done
 }
 
+# Make the database of sqlite job file $1 in the filesystem unless it is
+# there, from <name>-db.sql.
+make_db() {
+	local db=$work/mnt/${1%.sql}.db t0
+
+	[ ! -f "$db" ] || return 0
+	echo "# ${db##*/}: made by ${1%.sql}-db.sql"
+	t0=${EPOCHREALTIME/./}
+	sqlite3 -batch -bail "$db" <"$jobs/${1%.sql}-db.sql" >/dev/null ||
+		die "sqlite3 could not make ${db##*/} from ${1%.sql}-db.sql"
+	sync
+	echo "# ${db##*/}: $(stat -c %s "$db") bytes in $(((${EPOCHREALTIME/./} - t0) / 1000)) ms"
+}
+
+# Run sqlite job file $3 (section $4) on filesystem $1 at read_ahead_kb
+# $2: one sqlite3 process, one @@bench-sqlite line per phase.
+run_sql() {
+	local fs=$1 ra=$2 job=$3 sec=$4 db out=$work/sql.out version bytes
+
+	db=$work/mnt/${job%.sql}.db
+	bytes=$(stat -c %s "$db")
+	version=$(sqlite3 -version | cut -d ' ' -f 1)
+	# $1 the phase; fields 4 and 6 of the device's stat are read ios
+	# and read sectors (after major faults and uptime).
+	cat >"$work/sample" <<-'EOF'
+	#!/bin/sh
+	set -- "$1" $(cut -d ' ' -f 12 "/proc/$BENCH_PID/stat") \
+		$(cut -d ' ' -f 1 /proc/uptime) $(cat "/sys/block/$BENCH_DEV/stat")
+	echo "@@sample $1 majflt=$2 uptime=$3 read_ios=$4 read_sectors=$6"
+	EOF
+	chmod +x "$work/sample"
+	# The subshell's pid is sqlite3's after exec.
+	if ! (
+		export BENCH_PID=$BASHPID BENCH_SAMPLE=$work/sample BENCH_DEV=${dev##*/}
+		exec sqlite3 -readonly -batch -bail "$db"
+	) <"$jobs/$job" >"$out" 2>&1; then
+		echo "$prog: sqlite3 failed on $job: $(grep -v '^@@sample' "$out" | tail -n 1)" >&2
+		return 1
+	fi
+	# Each phase from the sample before it to its own; the mapping must
+	# cover the file (PRAGMA mmap_size prints what SQLite grants).
+	awk -v fs="$fs" -v ra="$ra" -v job="$sec" -v bytes="$bytes" -v version="$version" '
+	NR == 1 && /^[0-9]+$/ { mmap = $1 }
+	$1 == "@@sample" {
+		for (i = 3; i <= NF; i++) {
+			split($i, kv, "=")
+			v[$2, kv[1]] = kv[2]
+		}
+		if ($2 != "start")
+			phases[++n] = $2
+		next
+	}
+	$1 == "result" { rows[$2] = $3 }
+	END {
+		if (mmap < bytes) {
+			printf "mmap_size %d is below the database size %d\n", mmap, bytes > "/dev/stderr"
+			exit 1
+		}
+		if (!(("start", "majflt") in v) || !n) {
+			print "no phase samples in the output" > "/dev/stderr"
+			exit 1
+		}
+		prev = "start"
+		for (i = 1; i <= n; i++) {
+			p = phases[i]
+			if (!(p in rows)) {
+				print "no result line for phase " p > "/dev/stderr"
+				exit 1
+			}
+			printf "@@bench-sqlite fs=%s ra_kb=%s job=%s phase=%s rows=%s", fs, ra, job, p, rows[p]
+			printf " majflt=%d read_ios=%d read_sectors=%d wall_ms=%d", \
+				v[p, "majflt"] - v[prev, "majflt"], \
+				v[p, "read_ios"] - v[prev, "read_ios"], \
+				v[p, "read_sectors"] - v[prev, "read_sectors"], \
+				(v[p, "uptime"] - v[prev, "uptime"]) * 1000 + 0.5
+			printf " db_bytes=%s sqlite=%s\n", bytes, version
+			prev = p
+		}
+	}' "$out" || { echo "$prog: cannot read the phases of $job (output in the log above)" >&2; sed 's/^/  /' "$out"; return 1; }
+}
+
 echo "@@bench-kernel $(uname -r)"
 rc=0
 while read -r fs ra job sec; do
@@ -239,12 +346,19 @@ while read -r fs ra job sec; do
 	fi
 	echo "$ra" >"/sys/block/${dev##*/}/queue/read_ahead_kb"
 	echo "# $sec on $fs, read_ahead_kb $ra"
+	case $job in *.sql) make_db "$job" ;; esac
 	left=$(drop_files)
 	if [ "$left" != 0 ]; then
 		echo "$prog: $left pages of $fs stay cached after POSIX_FADV_DONTNEED, $sec not run" >&2
 		rc=1
 		continue
 	fi
+	case $job in
+	*.sql)
+		run_sql "$fs" "$ra" "$job" "$sec" || rc=1
+		continue
+		;;
+	esac
 	read -r ios0 sect0 <<<"$(dev_reads)"
 	t0=${EPOCHREALTIME/./}
 	BENCH_MNT=$work/mnt fio --section="$sec" --output-format=json \

@@ -186,6 +186,9 @@ for s in "${names[@]:1}"; do
 		git apply "$top/validation/patches/$p" ||
 			fail "$p does not apply to linux-source-$series"
 		"$top/scripts/series-text.py" kernel "$p" > "$work/msg"
+		# The sign-off joins the trailers, or follows a blank line.
+		tail -n 1 "$work/msg" | grep -Eq '^[A-Z][A-Za-z-]+: ' ||
+			echo >> "$work/msg"
 		printf '%s\n' "$signoff" >> "$work/msg"
 		git commit -q -a -F "$work/msg"
 	done < <(series_patches "$s")

@@ -2,17 +2,16 @@
 /*
  * Descending readers: a mapping read from its last page to its first, as
  * memmove()/memcpy() do when they copy backwards, must still get
- * readahead, with advice or without; and a fault between two cached
+ * readahead, plain or with MADV_HUGEPAGE; and a fault between two cached
  * ranges must not be taken for a descending step.
  * Measured: major faults of a descending walk of a MADV_HUGEPAGE mapping
  * (bound 10 per PMD; broken: mmap_miss passes MMAP_LOTSAMISS and every
- * page past the first hundred PMDs is read on its own), of a
- * MADV_SEQUENTIAL one (bound 12 per ra window; broken: one per folio,
- * 10.7x over or more), with an ascending walk as control, and of a plain
+ * page past the first hundred PMDs is read on its own), and of a plain
  * one (bound sqrt(half windows * folios); broken: a read-around only
- * ahead of the fault, one per folio); and how many of 100 PMD-sized holes
- * between cached ranges are not PMD-mapped (bound a tenth; broken: all).
- * Healthy: one fault per PMD, per ra window, per half window; no hole.
+ * ahead of the fault, one per folio), with an ascending MADV_SEQUENTIAL
+ * walk as control; and how many of 100 PMD-sized holes between cached
+ * ranges are not PMD-mapped (bound a tenth; broken: all).
+ * Healthy: one fault per PMD, per half window; no hole.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -33,8 +32,6 @@
 #define HOLES_PER_OPEN	50
 #define SUSPECT_THP \
 	"mmap_miss passed MMAP_LOTSAMISS (PMD mappings not counted as hits), force_thp_readahead stopped"
-#define SUSPECT_SEQ \
-	"VM_SEQ_READ reads only forwards from a descending fault"
 #define SUSPECT_HOLE \
 	"a fault between two cached ranges taken as a descending step, the hole read as small folios"
 #define SUSPECT_FWD \
@@ -144,59 +141,35 @@ TEST_F_TIMEOUT(descending, madv_hugepage, TIMEOUT_S)
 }
 
 /*
- * Walk a MADV_SEQUENTIAL mapping of a new cold file one page at a time.
- * The mapping and file are left to the fixture teardown.
- */
-static void sequential_walk(struct __test_metadata *_metadata,
-			    struct ra_fs *fs, int *fd, char **map,
-			    size_t *size, bool backwards)
-{
-	/*
-	 * 12 major faults per ra_pages window: 192 for 128 MiB at
-	 * read_ahead_kb 8192. Broken: VM_SEQ_READ reads ra_pages forwards
-	 * from the fault, so each backward step lands below everything
-	 * read: one per folio, 32768 at 4 KiB folios, 2048 at 64 KiB,
-	 * 10.7x the bound or more. Healthy: a kernel that reads the window
-	 * ending at a descending fault takes one per window, 16. The
-	 * ascending walk takes one, or one a window where the fault retried
-	 * after each async readahead counts as major.
-	 */
-	long bound = 12 * (SEQ_SIZE / (RA_KB * 1024));
-	size_t ps = fs->page_size;
-	struct ra_walk walk;
-	int ret;
-
-	*size = SEQ_SIZE;
-	ret = ra_file_prepare(fs, *size, RA_KB, fd);
-	if (!ra_ready(_metadata, ret, fs))
-		return;
-	*map = mmap(NULL, *size, PROT_READ, MAP_SHARED, *fd, 0);
-	ASSERT_NE(MAP_FAILED, *map);
-	ASSERT_EQ(0, madvise(*map, *size, MADV_SEQUENTIAL));
-
-	ra_walk_pages(*map, *size / ps, backwards, ra_limit(bound), &walk);
-	RA_EXPECT_FIGURE(fs, backwards ? "descending walk, MADV_SEQUENTIAL" :
-			 "ascending walk, MADV_SEQUENTIAL", walk.majflt,
-			 "major faults", bound,
-			 backwards ? SUSPECT_SEQ : SUSPECT_FWD,
-			 "after %zu of %zu pages", walk.touched, *size / ps);
-	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
-}
-
-TEST_F_TIMEOUT(descending, madv_sequential, TIMEOUT_S)
-{
-	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
-			&self->size, true);
-}
-
-/*
- * The same walk from the first page forwards, same bound: it tells a
- * broken descending path from a broken test environment.
+ * Control: a MADV_SEQUENTIAL mapping of a new cold file walked forwards,
+ * one touch a page. It tells a broken environment from the mechanisms
+ * the descending walks guard. Bound: 12 major faults per ra_pages
+ * window, 192 for 128 MiB at read_ahead_kb 8192. Healthy: one, or one a
+ * window where the fault retried after each async readahead counts as
+ * major. Broken: one per folio, 2048 to 32768.
  */
 TEST_F_TIMEOUT(descending, ascending_control, TIMEOUT_SHORT_S)
 {
-	sequential_walk(_metadata, &self->fs, &self->fd, &self->map,
-			&self->size, false);
+	long bound = 12 * (SEQ_SIZE / (RA_KB * 1024));
+	size_t ps = self->fs.page_size;
+	struct ra_walk walk;
+	int ret;
+
+	self->size = SEQ_SIZE;
+	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->map = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, self->map);
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
+
+	ra_walk_pages(self->map, self->size / ps, false, ra_limit(bound),
+		      &walk);
+	RA_EXPECT_FIGURE(&self->fs, "ascending walk, MADV_SEQUENTIAL",
+			 walk.majflt, "major faults", bound, SUSPECT_FWD,
+			 "after %zu of %zu pages", walk.touched,
+			 self->size / ps);
+	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
 /*

@@ -5,14 +5,18 @@
  *
  * The gate in do_sync_mmap_readahead() fails open when fault-around or
  * retried faults count as mmap hits (the counter stays near zero), when
- * it is missing, or when a readahead restart after any cached page lets
- * short runs take the counter back under the limit. Each test is one
- * access pattern, measured at read_ahead_kb 128 and 8192 on a fresh
- * open after a warm-up past the limit: pages brought into the page
- * cache per run. Bound per run: sqrt(healthy * ra_pages), the geometric
- * mean of the folios the run touches (healthy) and one read-around
- * (broken). A window is judged only where it holds 16 healthy runs, so
- * that both sides lie at least 4x from the bound.
+ * it is missing, or when hits on what a readahead restart read for short
+ * in-order runs take the counter back under the limit. Each test is an
+ * access pattern (restart_costs four of them), measured at read_ahead_kb
+ * 128 and 8192 on a fresh open after a warm-up past the limit: pages
+ * brought into the page cache per run. Healthy: the folios a run touches, as 7.3 reads them;
+ * after pages another file read(), what read() itself reads there
+ * (context readahead: that run and the folio). Bound per run:
+ * sqrt(healthy * ra_pages), the geometric mean of healthy and one
+ * read-around (broken), which at read_ahead_kb 8192 on 4 KiB pages is
+ * 45x healthy for single pages, 16x for runs of 8, 11x for 16 and 8x for
+ * 32. A window is judged only where it holds 16 healthy runs, so that
+ * both sides lie at least 4x from the bound.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -28,13 +32,14 @@
 #include "ra_cache.h"
 
 #define WARMUP		(RA_MMAP_LOTSAMISS + 10)
-#define RUNS		200
+#define RUNS		50
 #define WARM_KB		128UL
 #define BIG_KB		8192UL
 #define SLOT_WINDOWS	4
 #define STRIDE_ACCESSES	50
 #define CACHED_EVERY	3	/* after_cached: every third folio cached */
 #define CACHED_RUN	4	/* after_cached: accesses per slot */
+#define READ_BEFORE_KB	128	/* after_read: what read() caches below */
 #define FOLIO_ALIGN	(2UL << 20)	/* no page cache folio here is larger */
 #define JUDGE_RUNS	16	/* healthy runs a judged window holds */
 #define FMT_NOT_JUDGED \
@@ -62,6 +67,7 @@ struct pattern {
 	unsigned int pages;	/* adjacent pages per access */
 	unsigned int accesses;	/* accesses per run, CACHED_EVERY folios apart */
 	bool after_cached;	/* each access on the folio after a cached one */
+	unsigned int read_before_kb;	/* KiB read() caches just below */
 	enum measurement measure;
 };
 
@@ -79,6 +85,32 @@ static const struct pattern runs_of_2 = {
 static const struct pattern runs_of_4 = {
 	.name = "random runs of 4 pages",
 	.pages = 4, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+static const struct pattern runs_of_8 = {
+	.name = "random runs of 8 pages",
+	.pages = 8, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+static const struct pattern runs_of_16 = {
+	.name = "random runs of 16 pages",
+	.pages = 16, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+static const struct pattern runs_of_32 = {
+	.name = "random runs of 32 pages",
+	.pages = 32, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
+};
+
+/*
+ * Another opener read() READ_BEFORE_KB, a read() window at the default
+ * read_ahead_kb, just below each access: the page cache shows a stream
+ * this reader never made.
+ */
+static const struct pattern after_read = {
+	.name = "accesses just after pages another file read()",
+	.pages = 1, .accesses = 1, .after_cached = false,
+	.read_before_kb = READ_BEFORE_KB, .measure = IN_SLOTS,
 };
 
 static const struct pattern after_cached = {
@@ -106,7 +138,8 @@ struct reader {
 };
 
 /* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
-#define TIMEOUT_S	8
+#define TIMEOUT_S	6
+#define RESTART_COSTS_TIMEOUT_S	10	/* four patterns */
 
 FIXTURE(random_reader) {
 	struct reader r;
@@ -231,7 +264,13 @@ static void measure_runs(struct __test_metadata *_metadata,
 	size_t apart = CACHED_EVERY * folio;
 	unsigned int order[RUNS], seed = 777, i, j, k;
 	long limit = ra_limit(bound * RUNS);
-	char c;
+	size_t before_len = p->read_before_kb * 1024;
+	char c, *buf = NULL;
+
+	if (before_len) {
+		buf = malloc(before_len);
+		ASSERT_NE(NULL, buf);
+	}
 
 	ra_shuffle(order, RUNS, seed);
 	for (i = 0; i < RUNS && fig->pages <= limit; i++) {
@@ -245,6 +284,10 @@ static void measure_runs(struct __test_metadata *_metadata,
 						   off + j * apart));
 			off += folio;
 		}
+		if (before_len)
+			ASSERT_EQ((ssize_t)before_len,
+				  pread(r->fd_precache, buf, before_len,
+					off - before_len));
 		before = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, before);
 		for (j = 0; j < p->accesses; j++)
@@ -256,6 +299,7 @@ static void measure_runs(struct __test_metadata *_metadata,
 		fig->pages += after - before;
 		ra_drop_range(r->fd, r->map, base, r->slot);
 	}
+	free(buf);
 	fig->stopped = i < RUNS;
 }
 
@@ -304,13 +348,17 @@ static void measure_strides(struct __test_metadata *_metadata,
 	fig->stopped = s < ARRAY_SIZE(stride_pages) || i < STRIDE_ACCESSES;
 }
 
-/* Pages a healthy kernel reads for one run of @p. */
+/*
+ * Pages a healthy kernel reads for one run of @p: the folios it touches,
+ * and after pages another file read(), what read() itself would read
+ * there (context readahead: the cached run and the folio asked for).
+ */
 static unsigned long healthy_pages(const struct pattern *p,
-				   unsigned long folio_pages)
+				   unsigned long folio_pages, size_t page_size)
 {
 	unsigned long access = p->pages > folio_pages ? p->pages : folio_pages;
 
-	return access * p->accesses;
+	return (access + p->read_before_kb * 1024 / page_size) * p->accesses;
 }
 
 /* Windows of one test: cheap, and wide enough to judge every pattern. */
@@ -323,9 +371,10 @@ static const unsigned long windows_kb[] = { WARM_KB, BIG_KB };
 static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 		       const struct pattern *p, unsigned long ra_kb)
 {
-	unsigned long folio_pages = ra_folio_size(&r->fs) / r->fs.page_size;
-	unsigned long healthy = healthy_pages(p, folio_pages), bound;
-	unsigned long window = ra_kb * 1024 / r->fs.page_size;
+	size_t ps = r->fs.page_size;
+	unsigned long folio_pages = ra_folio_size(&r->fs) / ps;
+	unsigned long healthy = healthy_pages(p, folio_pages, ps), bound;
+	unsigned long window = ra_kb * 1024 / ps;
 	struct figure fig = { 0 };
 	char what[96];
 
@@ -357,12 +406,16 @@ static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 	return true;
 }
 
-/* Create the file, then measure @p in each window that can judge it. */
-static void measure_pattern(struct __test_metadata *_metadata,
-			    struct reader *r, const struct pattern *p)
+/*
+ * Create the file, then measure each of the @n patterns @ps in each
+ * window that can judge it.
+ */
+static void measure_patterns(struct __test_metadata *_metadata,
+			     struct reader *r,
+			     const struct pattern *const *ps, unsigned int n)
 {
-	size_t ps = r->fs.page_size, strides_len = 0;
-	unsigned int s, k, judged = 0;
+	size_t page = r->fs.page_size, strides_len = 0;
+	unsigned int s, i, k, judged = 0;
 	int fd, ret;
 
 	/*
@@ -374,7 +427,7 @@ static void measure_pattern(struct __test_metadata *_metadata,
 	 *   | WARMUP   | one run in the middle of each   | stride        |
 	 */
 	for (s = 0; s < ARRAY_SIZE(stride_pages); s++)
-		strides_len += STRIDE_ACCESSES * stride_pages[s] * ps +
+		strides_len += STRIDE_ACCESSES * stride_pages[s] * page +
 			       2 * BIG_KB * 1024 + FOLIO_ALIGN;
 	r->runs_off = WARMUP * FOLIO_ALIGN;
 	r->strides_off = r->runs_off + RUNS * SLOT_WINDOWS * BIG_KB * 1024;
@@ -384,11 +437,20 @@ static void measure_pattern(struct __test_metadata *_metadata,
 		return;
 	close(fd);
 
-	for (k = 0; k < ARRAY_SIZE(windows_kb); k++)
-		judged += one_window(_metadata, r, p, windows_kb[k]);
+	for (i = 0; i < n; i++)
+		for (k = 0; k < ARRAY_SIZE(windows_kb); k++)
+			judged += one_window(_metadata, r, ps[i],
+					     windows_kb[k]);
 	if (!judged)
 		SKIP(return, "not judged by design: no window holds %d runs of %lu pages",
-		     JUDGE_RUNS, healthy_pages(p, ra_folio_size(&r->fs) / ps));
+		     JUDGE_RUNS,
+		     healthy_pages(ps[0], ra_folio_size(&r->fs) / page, page));
+}
+
+static void measure_pattern(struct __test_metadata *_metadata,
+			    struct reader *r, const struct pattern *p)
+{
+	measure_patterns(_metadata, r, &p, 1);
 }
 
 TEST_F_TIMEOUT(random_reader, single_pages, TIMEOUT_S)
@@ -404,6 +466,20 @@ TEST_F_TIMEOUT(random_reader, runs_of_2, TIMEOUT_S)
 TEST_F_TIMEOUT(random_reader, runs_of_4, TIMEOUT_S)
 {
 	measure_pattern(_metadata, &self->r, &runs_of_4);
+}
+
+/*
+ * What a readahead restart past the limit may cost a random reader: runs
+ * of 8, 16 and 32 pages, and accesses just after pages another file
+ * read(). One case, one filesystem for the four patterns.
+ */
+TEST_F_TIMEOUT(random_reader, restart_costs, RESTART_COSTS_TIMEOUT_S)
+{
+	static const struct pattern *const patterns[] = {
+		&runs_of_8, &runs_of_16, &runs_of_32, &after_read,
+	};
+
+	measure_patterns(_metadata, &self->r, patterns, ARRAY_SIZE(patterns));
 }
 
 TEST_F_TIMEOUT(random_reader, after_cached, TIMEOUT_S)
