@@ -25,13 +25,20 @@
 #   make validate        the kill matrix: every test on every kernel and
 #                        validation configuration (linux-source-7.3 with
 #                        validation/patches), against verdicts/expected.tsv
+#   make debug-check [DEBUG_ARGS="--keep DIR"]
+#                        the fixes (v7.3+fixes) on a kernel with lockdep,
+#                        DEBUG_VM and KASAN, in QEMU: the suite, then
+#                        stress-ng's mmap, readahead and madvise stressors
+#                        on ext4 and XFS; passes on a clean console and
+#                        stress-ng ok: validation/DEBUG-RESULTS.txt
 #   make intree-test     a fresh 7.3 tree's CI run of the tests, in QEMU
 #   make series          the patch series for 7.3, checked
 #   make stress [STRESS_HOST=100] [STRESS_VM=20]
 #                        repeated runs, under load and in QEMU: verdict
 #                        changes, wall times, leftovers
 #   make bench [KERNELS="host 6.18 7.3 ..."]
-#                        fio workloads per kernel: bench/RESULTS.md
+#                        fio workloads and a sqlite3 client per
+#                        kernel: bench/RESULTS.md
 #
 # The kselftest headers, mm's vm_util.[ch] and the uapi headers come from,
 # in order: KSFT_DIR=<tree>/tools/testing/selftests; the kernel tree this
@@ -276,7 +283,7 @@ DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \
 	gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross \
 	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap \
-	zstd mount
+	zstd mount stress-ng sqlite3
 
 deps:
 	$(TOP)/scripts/deps.sh $(DEBS)
@@ -293,6 +300,10 @@ fresh-check:
 validate: all
 	$(TOP)/validation/matrix.sh --results $(TOP)/validation/RESULTS.md
 
+debug-check: all
+	$(TOP)/validation/debug-check.sh --build $(OUTPUT) \
+		--results $(TOP)/validation/DEBUG-RESULTS.txt $(DEBUG_ARGS)
+
 install-in-tree:
 	@test -n "$(KDIR)" -a -d "$(KDIR)/tools/testing/selftests/mm" || \
 		{ echo "usage: make install-in-tree KDIR=<kernel tree>" >&2; exit 2; }
@@ -308,4 +319,4 @@ clean:
 -include $(TOP)/scripts/stress.mk
 
 .PHONY: all run_tests checkpatch install-in-tree clean deps check \
-	check-full fresh-check validate
+	check-full fresh-check validate debug-check

@@ -24,8 +24,9 @@
 #                              (scripts/intree-test.sh) and the patch
 #                              series (scripts/make-series.sh); the
 #                              validation kernel's patches (they apply to
-#                              linux-source-7.3) and configs (x86 and
-#                              arm64-64k have every needed option); the
+#                              linux-source-7.3) and configs (x86,
+#                              arm64-64k and x86-debug have every needed
+#                              option); the
 #                              suite in QEMU on Debian's 6.12, 6.18 and 7.3
 #                              kernels, its arm64 7.3 with 16 KiB pages and
 #                              ppc64el 7.2 with 64 KiB pages, each against
@@ -230,7 +231,7 @@ if [ "$full" = 1 ]; then
 	else
 		fail "validation patches"; tail -5 "$work/patches.log"
 	fi
-	for arch in x86 arm64-64k; do
+	for arch in x86 arm64-64k x86-debug; do
 		if validation/build-kernel.sh --arch $arch --check-config > "$work/config.log" 2>&1; then
 			pass "validation kernel config ($arch) has every needed option"
 		else

@@ -6,7 +6,8 @@
 # pristine and once per configuration of validation/configurations with
 # that configuration's patches applied. x86_64 by default; arm64 with
 # 64 KiB pages (cross-compiled, kernel-arm64-64k.config merged last) with
-# --arch arm64-64k.
+# --arch arm64-64k; x86_64 with the kernel's debug checkers (lockdep,
+# DEBUG_VM, KASAN: kernel-debug.config merged last) with --arch x86-debug.
 #
 # Usage: build-kernel.sh [--arch ARCH] [COLUMN...]
 #                                         build (or reuse) each named
@@ -22,9 +23,10 @@
 #                                         in the configured .config
 #        build-kernel.sh --help
 #
-# ARCH is x86 (the default: ARCH=x86_64, bzImage) or arm64-64k
+# ARCH is x86 (the default: ARCH=x86_64, bzImage), arm64-64k
 # (ARCH=arm64, CONFIG_ARM64_64K_PAGES, Image, for qemu-system-aarch64
-# -M virt). Each ARCH has its own cache directory.
+# -M virt) or x86-debug (x86's bzImage with kernel-debug.config, for
+# validation/debug-check.sh). Each ARCH has its own cache directory.
 #
 # One source tree, one object tree per ARCH. A configuration is built by
 # applying its patches to the tree, an incremental make, saving the image
@@ -35,7 +37,7 @@
 # Environment:
 #   RA_VALIDATION_CACHE  cache directory (default
 #                        /var/cache/readahead-selftests/validation-7.3;
-#                        arm64-64k appends -arm64-64k)
+#                        another ARCH appends -<ARCH>)
 #   RA_KERNEL_JOBS       make -j value (default 3), run under nice -n 10
 #   CROSS_COMPILE        arm64-64k toolchain prefix (default aarch64-linux-gnu-)
 #
@@ -83,8 +85,15 @@ arm64-64k)
 	image_src=arch/arm64/boot/Image
 	cache=$cache-$arch
 	;;
+x86-debug)
+	make_arch=(ARCH=x86_64)
+	fragments=("$fragment" "$here/kernel-debug.config")
+	image=bzImage
+	image_src=arch/x86/boot/bzImage
+	cache=$cache-$arch
+	;;
 *)
-	echo "$prog: unknown --arch '$arch' (x86, arm64-64k)" >&2
+	echo "$prog: unknown --arch '$arch' (x86, arm64-64k, x86-debug)" >&2
 	exit 2
 	;;
 esac
