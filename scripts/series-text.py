@@ -184,9 +184,15 @@ def figure_table(cases, good_cols, bad_cols):
                     span(bad_cols, 'FAIL'), note))
     if not out:
         return []
-    width = max(len(r[0]) for r in out)
+    # One test's cases share the fixture name: say it once, above.
+    fixtures = {r[0].split('.', 1)[0] for r in out}
+    head = 'case'
+    if len(fixtures) == 1:
+        head = 'case (%s.)' % fixtures.pop()
+        out = [(r[0].split('.', 1)[1],) + r[1:] for r in out]
+    width = max([len(r[0]) for r in out] + [len(head)])
     fmt = '  %%-%ds %%6s %%8s %%10s%%s' % width
-    lines = [fmt % ('case', 'bound', 'healthy', 'broken', '')]
+    lines = [fmt % (head, 'bound', 'healthy', 'broken', '')]
     lines += [fmt % r for r in out]
     if any(r[4] for r in out):
         lines.append('  * the walk stopped once past its bound')
