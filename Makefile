@@ -205,8 +205,9 @@ KSFT_MEMBERS := tools/testing/selftests/kselftest.h \
 	scripts/unifdef.c include/uapi arch/x86/include/uapi \
 	arch/arm64/include/uapi arch/powerpc/include/uapi \
 	scripts/syscallhdr.sh scripts/syscall.tbl arch/arm64/tools/syscall_64.tbl \
-	arch/powerpc/kernel/syscalls/syscall.tbl
-# What Kbuild generates in another architecture's uapi asm/: a wrapper
+	arch/powerpc/kernel/syscalls/syscall.tbl \
+	arch/x86/entry/syscalls/syscall_64.tbl
+# What Kbuild generates in an architecture's uapi asm/: a wrapper
 # for each asm-generic header the architecture does not provide, and
 # unistd_<abi>.h from its syscall table (the ABIs of its Makefile.syscalls
 # or syscalls/Makefile). $(1): arch, $(2): table, $(3): <abi>:<abis>...
@@ -247,6 +248,8 @@ $(SRC_STAMP):
 		esac; \
 		mkdir -p $${o%/*}; sh scripts/headers_install.sh $$f $$o; \
 	done; \
+	$(call asm_generated,x86,arch/x86/entry/syscalls/syscall_64.tbl, \
+		64:common$(comma)64); \
 	$(call asm_generated,arm64,arch/arm64/tools/syscall_64.tbl, \
 		64:common$(comma)64$(comma)renameat$(comma)rlimit$(comma)memfd_secret); \
 	$(call asm_generated,powerpc,arch/powerpc/kernel/syscalls/syscall.tbl, \

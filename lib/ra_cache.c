@@ -33,11 +33,6 @@
 /* Rounds of ra_drop_cache(), each after writeback and a syncfs(). */
 #define RA_DROP_ROUNDS		3
 
-/* cachestat() has one number on every architecture (since 6.5). */
-#ifndef __NR_cachestat
-#define __NR_cachestat		451
-#endif
-
 /**
  * ra_drop_cache() - empty a file's page cache and check that it is empty
  * @fs: filesystem of the file; @fs->why gets what stayed, or the error
@@ -187,68 +182,15 @@ long ra_limit(long bound)
 	return full && !strcmp(full, "1") ? LONG_MAX : bound;
 }
 
-/**
- * ra_uncache() - unmap part of a file mapping and drop it from the page cache
- * @addr: page-aligned start of the range, in a mapping of a file
- * @len: length of the range in bytes
- *
- * Zaps the range with MADV_DONTNEED, then drops the file pages it mapped
- * with POSIX_FADV_DONTNEED, which leaves pages mapped elsewhere alone.
- * The file and offset come from /proc/self/maps, and the file is opened
- * anew: the caller's struct file, and the readahead state in it
- * (file->f_ra, mmap_miss), stay as they are. A test calls this only for
- * pages it has passed and will not touch again, so that its page cache
- * stays bounded whatever the size of the file: on a small machine, page
- * cache left behind forces direct reclaim, under which readahead's folio
- * allocations (__GFP_NORETRY) fail and reads are cut short, which shows
- * up as major faults no readahead bug caused.
- *
- * Return: 0 on success, -1 on error (errno set).
+/*
+ * Unmap [addr, addr + len), which maps the file at @off, then drop those
+ * file pages from the page cache (pages mapped elsewhere stay). Neither
+ * call touches the struct file's readahead state (file->f_ra, mmap_miss).
  */
-int ra_uncache(const void *addr, size_t len)
+static void drop_mapped(int fd, const char *addr, size_t off, size_t len)
 {
-	unsigned long lo = (unsigned long)addr, hi = lo + len;
-	char line[3 * RA_PATH_LEN];
-	int ret = 0, err;
-	FILE *maps;
-
-	if (madvise((void *)addr, len, MADV_DONTNEED))
-		return -1;
-	maps = fopen("/proc/self/maps", "re");
-	if (!maps)
-		return -1;
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long start, end, off, ino, from, to;
-		struct stat st;
-		int fd, pos = 0;
-		char *path;
-
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %lu %n", &start, &end,
-			   &off, &ino, &pos) != 4 || !pos || line[pos] != '/')
-			continue;	/* anonymous or special */
-		if (end <= lo || start >= hi)
-			continue;
-		path = line + pos;
-		path[strcspn(path, "\n")] = '\0';
-		from = start > lo ? start : lo;
-		to = end < hi ? end : hi;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			ret = -1;
-			continue;
-		}
-		err = fstat(fd, &st) ? errno : st.st_ino == ino ? 0 : ESTALE;
-		if (!err)
-			err = posix_fadvise(fd, off + (from - start), to - from,
-					    POSIX_FADV_DONTNEED);
-		close(fd);
-		if (err) {
-			errno = err;
-			ret = -1;
-		}
-	}
-	fclose(maps);
-	return ret;
+	madvise((void *)addr, len, MADV_DONTNEED);
+	posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
 }
 
 /**
@@ -270,7 +212,9 @@ size_t ra_walk_bytes(unsigned long ra_kb)
 
 /**
  * ra_walk_pages() - read one byte of each page, counting major faults
- * @addr: page-aligned start of a mapping
+ * @fd: the file mapped at @addr
+ * @addr: page-aligned start of the walk in a mapping of @fd
+ * @off: file offset @addr maps, in bytes
  * @npages: number of pages to touch
  * @backwards: walk from the last page to the first
  * @limit: stop once more than this many major faults were taken
@@ -278,15 +222,18 @@ size_t ra_walk_bytes(unsigned long ra_kb)
  *
  * The counter is read every 16 pages, so an early stop happens at most 16
  * pages after the limit is passed. Every 16 MiB, the 16 MiB that lie 16
- * to 32 MiB behind the walk are unmapped and dropped from the page cache
- * (ra_uncache()), so that neither the RSS nor the page cache of a walk
- * grows with its length (ra_walk_bytes()). Readahead and fault-around
- * only ever look at and read pages ahead of the walk, within a window of
- * at most read_ahead_kb: what is dropped lies behind it and is never
- * touched again.
+ * to 32 MiB behind the walk are unmapped and dropped from the page cache,
+ * as ra_drop_range() does, so that neither the RSS nor the page cache of
+ * a walk grows with its length (ra_walk_bytes()): on a small machine,
+ * page cache left behind forces direct reclaim, under which readahead's
+ * folio allocations (__GFP_NORETRY) fail and reads are cut short, which
+ * shows up as major faults no readahead bug caused. Readahead and
+ * fault-around only ever look at and read pages ahead of the walk,
+ * within a window of at most read_ahead_kb: what is dropped lies behind
+ * it and is never touched again.
  */
-void ra_walk_pages(const char *addr, size_t npages, bool backwards,
-		   long limit, struct ra_walk *walk)
+void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
+		   bool backwards, long limit, struct ra_walk *walk)
 {
 	size_t ps = psize(), zap = RA_WALK_ZAP / ps, i;
 	long start = ra_majflt();
@@ -300,7 +247,8 @@ void ra_walk_pages(const char *addr, size_t npages, bool backwards,
 			size_t first = backwards ? npages - (i + 1 - zap) :
 					i + 1 - 2 * zap;
 
-			ra_uncache(addr + first * ps, zap * ps);
+			drop_mapped(fd, addr + first * ps, off + first * ps,
+				    zap * ps);
 		}
 		if ((i + 1) % RA_WALK_CHECK == 0 &&
 		    ra_majflt() - start > limit) {
@@ -532,13 +480,13 @@ long ra_uncached_pages(int fd, const char *map, size_t off, size_t len)
  * @off: file offset of the range in bytes, page-aligned
  * @len: length of the range in bytes
  *
- * MADV_DONTNEED, then POSIX_FADV_DONTNEED: the range is cold again for
- * the next fault, and the struct file's readahead state (mmap_miss) is
- * left as it is. Errors are ignored: a range left cached shows up in the
- * next ra_cached_pages() count.
+ * MADV_DONTNEED, then POSIX_FADV_DONTNEED, which leaves pages mapped
+ * elsewhere alone: the range is cold again for the next fault, and the
+ * struct file's readahead state (mmap_miss) is left as it is. Errors are
+ * ignored: a range left cached shows up in the next ra_cached_pages()
+ * count.
  */
-void ra_drop_range(int fd, char *map, size_t off, size_t len)
+void ra_drop_range(int fd, const char *map, size_t off, size_t len)
 {
-	madvise(map + off, len, MADV_DONTNEED);
-	posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
+	drop_mapped(fd, map + off, off, len);
 }

@@ -40,9 +40,8 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size);
 long ra_resident_pages(const void *addr, size_t len);
 long ra_majflt(void);
 long ra_limit(long bound);
-void ra_walk_pages(const char *addr, size_t npages, bool backwards,
-		   long limit, struct ra_walk *walk);
-int ra_uncache(const void *addr, size_t len);
+void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
+		   bool backwards, long limit, struct ra_walk *walk);
 size_t ra_walk_bytes(unsigned long ra_kb);
 void ra_figure(const struct ra_fs *fs, const char *what, long measured,
 	       const char *unit, long bound, const char *fmt, ...)
@@ -58,7 +57,7 @@ unsigned long ra_isqrt(unsigned long n);
 long ra_cachestat(int fd, size_t off, size_t len);
 long ra_cached_pages(int fd, const char *map, size_t off, size_t len);
 long ra_uncached_pages(int fd, const char *map, size_t off, size_t len);
-void ra_drop_range(int fd, char *map, size_t off, size_t len);
+void ra_drop_range(int fd, const char *map, size_t off, size_t len);
 
 #ifdef __KSELFTEST_HARNESS_H
 /**
@@ -138,7 +137,7 @@ static inline void ra_assert_thrashing(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, ra_set_read_ahead_kb(fs, RA_THRASH_KB))
 		TH_LOG("%s", fs->why);
 	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL));
-	ASSERT_EQ(0, ra_uncache(map, RA_THRASH_FAULTS * RA_THRASH_SPACING));
+	ra_drop_range(fd, map, 0, RA_THRASH_FAULTS * RA_THRASH_SPACING);
 }
 #endif
 

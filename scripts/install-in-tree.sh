@@ -11,18 +11,18 @@
 #
 # What changes in the tree's mm directory:
 #   - the tests and lib/*.[ch] are copied in;
-#   - Makefile: each test added to a list at its sorted place, before
-#     the TEST_PROGS lines: READAHEAD_CGROUP_TESTS when it includes
-#     ra_cgroup.h (thrash), READAHEAD_TESTS otherwise; both lists go into
+#   - Makefile: before the TEST_PROGS lines, READAHEAD_TESTS is every
+#     readahead_*.c but READAHEAD_CGROUP_TESTS, the tests that include
+#     ra_cgroup.h (thrash), each listed at its sorted place; both go into
 #     TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
 #     links every readahead test with the lib's other .c files and -lcap,
 #     and, once a cgroup test is installed, one more links those with
-#     ra_cgroup.c and the cgroup selftests' library ($(LIBCGROUP_O) of
-#     ../cgroup/lib/libcgroup.mk, included after lib.mk as other
-#     selftests do);
-#   - run_vmtests.sh: a "readahead" category (help text and one run_test
-#     line per test, both from run_vmtests-snippet.sh, before the summary;
-#     a test without its line there is refused);
+#     ra_cgroup.c and the cgroup selftests' library (cgroup_util.c, its
+#     include directory in their CFLAGS only). A patch adding a test
+#     that is not a cgroup one leaves the Makefile alone;
+#   - run_vmtests.sh: a "readahead" category (help text and a loop
+#     running every readahead_* binary, both from run_vmtests-snippet.sh,
+#     before the summary);
 #   - when mm's Makefile lists ksft_<category>.sh wrappers in TEST_PROGS
 #     (7.x: what "make run_tests" and KernelCI run), ksft_readahead.sh is
 #     created and added there at its sorted place;
@@ -142,25 +142,19 @@ add_block_after() {
 }
 
 gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
+every='READAHEAD_TESTS := $(filter-out $(READAHEAD_CGROUP_TESTS),$(patsubst %.c,%,$(wildcard readahead_*.c)))'
+cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
+if [ -n "$tests" ]; then
+	# The lists, before the TEST_PROGS block.
+	add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
+	add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$every" "$mk"
+fi
 for t in $tests; do
-	if grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c"; then
-		list=READAHEAD_CGROUP_TESTS
+	grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" || continue
+	if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
+		add_sorted READAHEAD_CGROUP_TESTS "$t" "$mk"
 	else
-		list=READAHEAD_TESTS
-	fi
-	if ! grep -qxF "$gen" "$mk"; then
-		# The lists, before the TEST_PROGS block.
-		add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
-	fi
-	if ! grep -qx "$list += $t" "$mk"; then
-		if grep -q "^$list += " "$mk"; then
-			add_sorted "$list" "$t" "$mk"
-		elif [ "$list" = READAHEAD_TESTS ]; then
-			add_before '^(READAHEAD_CGROUP_TESTS|TEST_GEN_FILES) \+= \$?\(?READAHEAD' \
-				"$list += $t" "$mk"
-		else
-			add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$list += $t" "$mk"
-		fi
+		add_before '^READAHEAD_TESTS := ' "READAHEAD_CGROUP_TESTS += $t" "$mk"
 	fi
 done
 if [ -n "$tests" ]; then
@@ -171,10 +165,11 @@ if [ -n "$tests" ]; then
 		'$(READAHEAD_BINS): LDLIBS += -lcap' "$mk"
 fi
 if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
-	add_after_last '^include \.\./lib\.mk$' \
-		'include ../cgroup/lib/libcgroup.mk' "$mk"
-	add_after_last '^\$\(READAHEAD_BINS\): ' \
-		'$(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%): ra_cgroup.c $(LIBCGROUP_O)' "$mk"
+	add_after_last '^\$\(READAHEAD_BINS\): ' "$cg_bins" "$mk"
+	add_after_last '^READAHEAD_CGROUP_BINS := ' \
+		'$(READAHEAD_CGROUP_BINS): CFLAGS += -I$(selfdir)/cgroup/lib/include' "$mk"
+	add_after_last '^\$\(READAHEAD_CGROUP_BINS\): CFLAGS' \
+		'$(READAHEAD_CGROUP_BINS): ra_cgroup.c $(selfdir)/cgroup/lib/cgroup_util.c' "$mk"
 fi
 
 # 7.x: one ksft_<category>.sh wrapper per category in TEST_PROGS.
@@ -214,8 +209,8 @@ while read -r line; do
 done < "$top/config"
 
 # run_vmtests.sh: the category in usage() (after the last one, before the
-# "example:" line) and its run_test lines (before the summary), both
-# taken from run_vmtests-snippet.sh.
+# "example:" line) and its run lines (before the summary), both taken
+# from run_vmtests-snippet.sh.
 snippet=$top/run_vmtests-snippet.sh
 if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
 	USAGE=$(sed -n '/^# usage:$/,/^#$/{ /^#- /s/^#//p; /^#\t/s/^#//p; }' "$snippet") \
@@ -224,19 +219,9 @@ if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
 		{ for (; held; held--) print ""; print }' \
 		"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 fi
-for t in $tests; do
-	line="CATEGORY=\"readahead\" run_test ./$t"
-	grep -qxF "$line" "$snippet" || {
-		echo "install-in-tree: $t has no run_test line in run_vmtests-snippet.sh" >&2
-		exit 1
-	}
-	if grep -q '^CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
-		add_after_last '^CATEGORY="readahead" run_test' "$line" \
-			"$mm/run_vmtests.sh"
-	else
-		LINE=$line awk '/^echo "SUMMARY:/ && !r {
-				print ENVIRON["LINE"]; print ""; r = 1 }
-			{ print }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
-	fi
-done
+if [ -n "$tests" ] && ! grep -q 'CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
+	RUN=$(sed -n '/^# run:$/,$p' "$snippet" | sed 1d) \
+	awk '/^echo "SUMMARY:/ && !r { print ENVIRON["RUN"]; print ""; r = 1 }
+		{ print }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
+fi
 echo "installed $(echo "$tests" | wc -w) readahead tests into $mm"

@@ -10,14 +10,15 @@
 # payload holding only the tests so far (and only their variants: a later
 # patch adds the variants of a test that need a fix) and the lib's
 # functions, types and macros they use, so that a helper goes in with its
-# first user; the first patch adds the "readahead" category and one
-# MAINTAINERS line (under PAGE CACHE) for every test.
+# first user; the first patch adds the "readahead" category and the
+# MAINTAINERS lines (under PAGE CACHE) for its files.
 #
 # Then checks each series as a maintainer would: checkpatch.pl --strict on
 # every patch; git am on a clean checkout of the pristine tree (a fix
-# series on the tree with the first series applied), the result equal to
-# the generated branch; each test source, in the last series that touches
-# it, equal to ours; the mm selftests of each series built with W=1
+# series on the tree with the first series applied, and on the series
+# before it applied in order), the result equal to the generated
+# branch; each test source, in the last series that touches it, equal
+# to ours; the mm selftests of each series built with W=1
 # warnings, none in our files, and every test of the series built; the
 # verdicts each series is planned by (series_plan.py verdicts); no
 # internal configuration name in any patch or cover letter; the harness
@@ -129,17 +130,23 @@ series_patches() {
 		on && $1 == "patch" { print $2 }'
 }
 
-# The tests go to the maintainers of the code they test: one F: line in
-# the PAGE CACHE section (mm/filemap.c, mm/readahead.c), in sorted order.
+# The tests go to the maintainers of the code they test: F: lines in the
+# PAGE CACHE section (mm/filemap.c, mm/readahead.c), each at its sorted
+# place, for every file of the category (the tests, their lib, the
+# ksft_ wrapper).
 maintainers_add() {
-	F="$mmdir/readahead_*" LC_ALL=C awk '
-		$0 == "PAGE CACHE" { sect = 1 }
-		sect && !done && /^F:\t/ && substr($0, 4) > ENVIRON["F"] {
-			print "F:\t" ENVIRON["F"]; done = 1 }
-		sect && !done && /^$/ { print "F:\t" ENVIRON["F"]; done = 1 }
-		{ print }
-		END { if (!done) exit 1 }' "$tree/MAINTAINERS" > "$work/MAINTAINERS"
-	cat "$work/MAINTAINERS" > "$tree/MAINTAINERS"
+	local f
+
+	for f in "$mmdir/ksft_readahead.sh" "$mmdir/ra_*" "$mmdir/readahead_*"; do
+		F=$f LC_ALL=C awk '
+			$0 == "PAGE CACHE" { sect = 1 }
+			sect && !done && /^F:\t/ && substr($0, 4) > ENVIRON["F"] {
+				print "F:\t" ENVIRON["F"]; done = 1 }
+			sect && !done && /^$/ { print "F:\t" ENVIRON["F"]; done = 1 }
+			{ print }
+			END { if (!done) exit 1 }' "$tree/MAINTAINERS" > "$work/MAINTAINERS"
+		cat "$work/MAINTAINERS" > "$tree/MAINTAINERS"
+	done
 }
 
 # One commit of the tree's changes, with the changelog series-text.py
@@ -162,7 +169,7 @@ install() {
 }
 
 # The first series: one commit per test, with the helpers it is the first
-# to use; the first commit adds the category and the MAINTAINERS line.
+# to use; the first commit adds the category and the MAINTAINERS lines.
 git checkout -q -b "$first"
 mapfile -t first_specs < <(series_tests "$first")
 specs=()
@@ -265,7 +272,8 @@ if [ -s "$work/internal.log" ]; then
 fi
 
 # git am on a clean checkout of the pristine tree; a fix series on the
-# first series applied there.
+# first series applied there, and on the series before it applied in
+# order (a maintainer may take them one after the other or pick one).
 for i in "${!names[@]}"; do
 	s=${names[$i]}
 	patches=()
@@ -283,10 +291,18 @@ for i in "${!names[@]}"; do
 	elif [ "$(git rev-parse 'HEAD^{tree}')" != "$(git rev-parse "$s^{tree}")" ]; then
 		fail "git am of $s gives another tree than the series"
 	fi
+	[ "$i" -ge 2 ] || continue
+	git checkout -q -f -B "stack-$s" "$([ "$i" = 2 ] && echo "am-${names[1]}" || echo "stack-${names[$((i - 1))]}")"
+	git clean -q -fdx
+	if ! git am -q "${patches[@]}" > "$work/am.log" 2>&1; then
+		fail "git am of $s on the series before it: $(git diff --name-only --diff-filter=U | paste -sd ' ')"
+		head -5 "$work/am.log"
+		git am --abort 2> /dev/null || true
+	fi
 done
 
-# Every file a series adds has a MAINTAINERS entry, and the tests have
-# the PAGE CACHE one (get_maintainer.pl's patterns: a directory covers
+# Every file a series adds has a MAINTAINERS entry, and the category's
+# files (tests, lib, wrapper) have the PAGE CACHE one (get_maintainer.pl's patterns: a directory covers
 # what is below it, "*" any characters).
 for s in "${names[@]}"; do
 	git diff --name-only --diff-filter=A "base..$s"
@@ -304,7 +320,8 @@ for line in sys.stdin:
         pats.append((sect, "^" + rx + ("" if p.endswith("/") else "$")))
 for f in open(sys.argv[1]).read().split():
     hit = [s for s, rx in pats if re.match(rx, f)]
-    if not hit or ("/readahead_" in f and "PAGE CACHE" not in hit):
+    ours = re.search(r"/(readahead_|ra_|ksft_readahead)", f)
+    if not hit or (ours and "PAGE CACHE" not in hit):
         print(f)
 ' "$work/added" > "$work/unmaintained"
 [ ! -s "$work/unmaintained" ] ||
@@ -360,7 +377,7 @@ if [ "$build" = 1 ] && [ "$bad" = 0 ]; then
 fi
 
 if [ "$bad" = 0 ]; then
-	echo "series: ${#names[@]} series ($summary patches, each with a cover letter) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names, timeouts ${tsum} of ${tmax} s: pass"
+	echo "series: ${#names[@]} series ($summary patches, each with a cover letter) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first, and stacked in order)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names, timeouts ${tsum} of ${tmax} s: pass"
 else
 	echo "series: fail${keep:+ (kept in $keep)}"
 fi

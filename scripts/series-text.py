@@ -208,8 +208,10 @@ def run_line(name):
 CATEGORY = """\
 This first test also adds the "readahead" category of run_vmtests.sh,
 run by "make run_tests" and KernelCI through ksft_readahead.sh in
-TEST_PROGS, one MAINTAINERS line for the readahead tests under PAGE
-CACHE, and the helpers the test uses that mm's vm_util lacks:
+TEST_PROGS: it runs every readahead_* binary, as the Makefile builds
+every readahead_*.c, so that a later test touches neither. It adds
+MAINTAINERS lines for the category's files under PAGE CACHE, and the
+helpers the test uses that mm's vm_util lacks:
 ra_fs.[ch] and ra_file.c give a test a filesystem of its own (a sparse
 image on a private tmpfs, on a loop device with LO_FLAGS_AUTOCLEAR,
 mounted in a private mount namespace, so that nothing is left behind

@@ -215,8 +215,8 @@ TEST_F_TIMEOUT(advice, madv_random_exec, TIMEOUT_S)
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
 	bound = ra_isqrt(self->size / self->ra * (self->size / self->folio));
 
-	ra_walk_pages(self->map, self->size / ps, false, ra_limit(bound),
-		      &walk);
+	ra_walk_pages(self->fd, self->map, 0, self->size / ps, false,
+		      ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "in-order walk, PROT_EXEC and MADV_RANDOM",
 			 walk.majflt, "major faults", bound,
 			 "VM_RAND_READ stops the VM_EXEC read-around",

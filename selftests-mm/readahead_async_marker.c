@@ -120,21 +120,23 @@ FIXTURE_TEARDOWN(async_marker)
  *
  * Return: true when the next piece's last page was read ahead.
  */
-static bool end_first_piece(const char *p, size_t ps, long *end_faults)
+static bool end_first_piece(int fd, const char *map, size_t off, size_t ps,
+			    long *end_faults)
 {
+	const char *p = map + off;
 	const char *next_end = p + 2 * PIECE - ps;
-	const char *past_ra = p + PIECE + RA_KB * 1024 / 2;
+	size_t past_ra = off + PIECE + RA_KB * 1024 / 2;
 	struct ra_walk walk;
 	long start = ra_majflt();
 	bool ahead;
 
 	FORCE_READ(p[PIECE - ps]);
 	*end_faults += ra_majflt() - start;
-	ra_walk_pages(p, PIECE / ps, false, LONG_MAX, &walk);
+	ra_walk_pages(fd, p, off, PIECE / ps, false, LONG_MAX, &walk);
 	ahead = ra_resident_pages(next_end, ps) == 1;
 	madvise((void *)p, PIECE, MADV_DONTNEED);
-	ra_uncache(p - PIECE, PIECE);
-	ra_uncache(past_ra, 2 * RA_KB * 1024);
+	ra_drop_range(fd, map, off - PIECE, PIECE);
+	ra_drop_range(fd, map, past_ra, 2 * RA_KB * 1024);
 	return ahead;
 }
 
@@ -143,17 +145,18 @@ TEST_F_TIMEOUT(async_marker, end_first_pieces, TIMEOUT_S)
 	long bound = PIECES / 10, limit = ra_limit(bound), missed = 0;
 	long end_faults = 0;
 	size_t ps = self->fs.page_size;
-	const char *p = self->map + SKIPPED;
+	size_t off = SKIPPED;
 	int piece;
 
 	/* Warm-up: the first piece has no marker of a piece before it. */
-	for (piece = 0; piece < WARMUP; piece++, p += PIECE)
-		end_first_piece(p, ps, &end_faults);
+	for (piece = 0; piece < WARMUP; piece++, off += PIECE)
+		end_first_piece(self->fd, self->map, off, ps, &end_faults);
 	ASSERT_LE(1, end_faults) TH_LOG("no major fault: the file was not cold");
 	/* The measured pieces, stopped once the bound is passed. */
 	end_faults = 0;
-	for (piece = 0; piece < PIECES && missed <= limit; piece++, p += PIECE)
-		missed += !end_first_piece(p, ps, &end_faults);
+	for (piece = 0; piece < PIECES && missed <= limit; piece++, off += PIECE)
+		missed += !end_first_piece(self->fd, self->map, off, ps,
+					   &end_faults);
 
 	/* Every last-page touch was dropped before: one miss per piece. */
 	ksft_print_msg("%ld major faults on %d end-first touches\n",

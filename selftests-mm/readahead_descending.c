@@ -133,7 +133,8 @@ TEST_F_TIMEOUT(descending, madv_hugepage, TIMEOUT_S)
 	 *   file  |page 0|page 1| ... |page n-2|page n-1|
 	 *   walk      <----------------------------- start here, one touch a page
 	 */
-	ra_walk_pages(self->map, self->size / ps, true, ra_limit(bound), &walk);
+	ra_walk_pages(self->fd, self->map, 0, self->size / ps, true,
+		      ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "descending walk, MADV_HUGEPAGE",
 			 walk.majflt, "major faults", bound, SUSPECT_THP,
 			 "after %zu of %zu pages, %lu PMDs", walk.touched,
@@ -164,8 +165,8 @@ TEST_F_TIMEOUT(descending, ascending_control, TIMEOUT_SHORT_S)
 	ASSERT_NE(MAP_FAILED, self->map);
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
 
-	ra_walk_pages(self->map, self->size / ps, false, ra_limit(bound),
-		      &walk);
+	ra_walk_pages(self->fd, self->map, 0, self->size / ps, false,
+		      ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "ascending walk, MADV_SEQUENTIAL",
 			 walk.majflt, "major faults", bound, SUSPECT_FWD,
 			 "after %zu of %zu pages", walk.touched,
@@ -208,8 +209,8 @@ TEST_F_TIMEOUT(descending, plain_mapping, TIMEOUT_SHORT_S)
 	 *    not yet read   new     cached, read before
 	 *   walk  <--------------------------------------- from the last page
 	 */
-	ra_walk_pages(self->map, self->size / ps, true, ra_limit(bound),
-		      &walk);
+	ra_walk_pages(self->fd, self->map, 0, self->size / ps, true,
+		      ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "descending walk, plain mapping",
 			 walk.majflt, "major faults", bound, SUSPECT_PLAIN,
 			 "after %zu of %zu pages, %lu half windows", walk.touched,

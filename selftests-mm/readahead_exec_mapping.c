@@ -119,8 +119,8 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, TIMEOUT_S)
 		TH_LOG("%s", self->fs.why);
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_NORMAL));
 
-	ra_walk_pages(self->map + seq_off, SEQ_SIZE / ps, false,
-		      ra_limit(bound), &walk);
+	ra_walk_pages(self->fd, self->map + seq_off, seq_off, SEQ_SIZE / ps,
+		      false, ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "in-order read through the exec mapping",
 			 walk.majflt, "major faults", bound, SUSPECT,
 			 "after %zu of %zu pages", walk.touched, SEQ_SIZE / ps);

@@ -157,8 +157,8 @@ TEST_F_TIMEOUT(read_around, cold_in_order, TIMEOUT_S)
 	 * reads nothing and the fault reads its own folio. Either way: one
 	 * major fault per min-size folio.
 	 */
-	ra_walk_pages(self->map + REGION_OFF, REGION_SIZE / ps, false,
-		      ra_limit(self->bound), &walk);
+	ra_walk_pages(self->fd, self->map + REGION_OFF, REGION_OFF,
+		      REGION_SIZE / ps, false, ra_limit(self->bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "cold in-order read", walk.majflt,
 			 "major faults", self->bound, SUSPECT,
 			 "after %zu of %lu pages, %lu ra windows", walk.touched,

@@ -130,11 +130,11 @@ FIXTURE_TEARDOWN(sticky_miss)
  * The random phase: every fault a miss, so mmap_miss passes the limit.
  * Only the counter matters from here on, not the pages read: dropped.
  */
-static void random_phase(struct __test_metadata *_metadata, const char *map,
-			 size_t spacing)
+static void random_phase(struct __test_metadata *_metadata, int fd,
+			 const char *map, size_t spacing)
 {
 	ra_assert_random_phase(_metadata, map, RANDOM_FAULTS, spacing);
-	ra_uncache(map, RANDOM_FAULTS * spacing);
+	ra_drop_range(fd, map, 0, RANDOM_FAULTS * spacing);
 }
 
 /*
@@ -176,11 +176,11 @@ TEST_F_TIMEOUT(sticky_miss, sequential_after_random, TIMEOUT_S)
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
 
-	random_phase(_metadata, self->map, self->spacing);
+	random_phase(_metadata, self->fd, self->map, self->spacing);
 
 	/* One touch per page, forwards, through the same struct file. */
-	ra_walk_pages(self->map + self->seq_off, SEQ_SIZE / ps, false,
-		      ra_limit(self->bound), &walk);
+	ra_walk_pages(self->fd, self->map + self->seq_off, self->seq_off,
+		      SEQ_SIZE / ps, false, ra_limit(self->bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "in-order read after random faults",
 			 walk.majflt, "major faults", self->bound,
 			 4 * ra_folio_size(&self->fs) > variant->ra_kb * 1024 ?
@@ -189,7 +189,9 @@ TEST_F_TIMEOUT(sticky_miss, sequential_after_random, TIMEOUT_S)
 }
 
 struct reader {
+	int fd;
 	const char *addr;
+	size_t off;
 	size_t npages;
 	long limit;
 	struct ra_walk walk;
@@ -199,7 +201,8 @@ static void *read_range(void *arg)
 {
 	struct reader *r = arg;
 
-	ra_walk_pages(r->addr, r->npages, false, r->limit, &r->walk);
+	ra_walk_pages(r->fd, r->addr, r->off, r->npages, false, r->limit,
+		      &r->walk);
 	return NULL;
 }
 
@@ -219,7 +222,7 @@ TEST_F_TIMEOUT(sticky_miss, threads_after_random, TIMEOUT_S)
 			     variant->ra_kb * 1024 / ra_folio_size(&self->fs),
 			     SHARED_JUDGE_FOLIOS);
 	}
-	random_phase(_metadata, self->map, self->spacing);
+	random_phase(_metadata, self->fd, self->map, self->spacing);
 	if (variant->ra_kb == WIDE_KB)
 		ASSERT_EQ(0, widen_window(&self->fs, self->fd))
 			TH_LOG("%s", self->fs.why);
@@ -234,7 +237,9 @@ TEST_F_TIMEOUT(sticky_miss, threads_after_random, TIMEOUT_S)
 	 */
 	start = ra_majflt();
 	for (i = 0; i < THREADS; i++) {
-		readers[i].addr = self->map + self->seq_off + i * per;
+		readers[i].fd = self->fd;
+		readers[i].off = self->seq_off + i * per;
+		readers[i].addr = self->map + readers[i].off;
 		readers[i].npages = per / ps;
 		readers[i].limit = ra_limit(bound);
 		ASSERT_EQ(0, pthread_create(&tids[i], NULL, read_range,
@@ -285,7 +290,7 @@ TEST_F_TIMEOUT(sticky_miss, gup_after_random, TIMEOUT_S)
 	if (sink < 0)
 		SKIP(return, "no O_DIRECT file on %s: %s", self->fs.dir,
 		     strerror(errno));
-	random_phase(_metadata, self->map, self->spacing);
+	random_phase(_metadata, self->fd, self->map, self->spacing);
 	/*
 	 * A GUP fault holds mmap_lock, drops it for each async readahead
 	 * and is retried, and a retried fault counts as major: one per ra
@@ -309,7 +314,7 @@ TEST_F_TIMEOUT(sticky_miss, gup_after_random, TIMEOUT_S)
 			TH_LOG("O_DIRECT write from the mapping: %s",
 			       strerror(errno));
 		/* Unmapped and dropped: the page cache stays small. */
-		ra_uncache(from, chunk);
+		ra_drop_range(self->fd, self->map, self->seq_off + done, chunk);
 		majflt = ra_majflt() - start;
 	}
 	close(sink);

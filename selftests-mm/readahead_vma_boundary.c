@@ -5,7 +5,7 @@
  * VMAs keeps one readahead stream across them. Clamping mmap readahead
  * (read-around and async readahead) to the faulting VMA makes every VMA
  * start with a synchronous read: one major fault per VMA.
- * Measured: major faults of an in-order read across 144 mappings of one
+ * Measured: major faults of an in-order read across 72 mappings of one
  * plane each (per_frame_mmaps) and across the 128 VMAs of one mapping
  * split by mprotect() (mprotect_split). Bound: VMAs / 10. Broken: at
  * least one per VMA, 10x the bound or more. Healthy: 1, the first fault
@@ -23,7 +23,7 @@
 #include "ra_cache.h"
 
 #define RA_KB		512UL
-#define FRAMES		48
+#define FRAMES		24
 #define LUMA_SIZE	(3840UL * 2160)
 #define CHROMA_SIZE	(1920UL * 1080)
 #define FRAME_SIZE	(LUMA_SIZE + 2 * CHROMA_SIZE)
@@ -83,7 +83,7 @@ static long read_plane(int fd, size_t off, size_t len, size_t ps, long limit)
 	p = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, start);
 	if (p == MAP_FAILED)
 		return -1;
-	ra_walk_pages(p, maplen / ps, false, limit, &walk);
+	ra_walk_pages(fd, p, start, maplen / ps, false, limit, &walk);
 	munmap(p, maplen);
 	return walk.majflt;
 }
@@ -92,7 +92,7 @@ TEST_F_TIMEOUT(vma_boundary, per_frame_mmaps, TIMEOUT_S)
 {
 	const size_t planes[] = { LUMA_SIZE, CHROMA_SIZE, CHROMA_SIZE };
 	size_t ps = self->fs.page_size, off = 0;
-	/* A tenth of a fault per VMA: 14 for 144 planes. */
+	/* A tenth of a fault per VMA: 7 for 72 planes. */
 	long bound = 3 * FRAMES / 10, limit = ra_limit(bound);
 	long total = 0, n;
 	int frame, plane, vmas = 0, ret;
@@ -155,8 +155,8 @@ TEST_F_TIMEOUT(vma_boundary, mprotect_split, TIMEOUT_S)
 		ASSERT_EQ(0, mprotect(self->map + i * CHUNK_SIZE, CHUNK_SIZE,
 				      PROT_READ | PROT_WRITE));
 
-	ra_walk_pages(self->map, self->size / ps, false, ra_limit(bound),
-		      &walk);
+	ra_walk_pages(self->fd, self->map, 0, self->size / ps, false,
+		      ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "mapping split by mprotect", walk.majflt,
 			 "major faults", bound, SUSPECT, "in %d VMAs, after %zu of %zu pages",
 			 CHUNKS, walk.touched, self->size / ps);

@@ -147,8 +147,8 @@ TEST_F_TIMEOUT(window, marker_quarter, TIMEOUT_S)
 	 * async readahead reads [4.5 ra, 5.5 ra).
 	 */
 	FORCE_READ(self->map[fault]);
-	ra_walk_pages(self->map + fault + ps, (mark - fault) / ps - 1, false,
-		      LONG_MAX, &walk);
+	ra_walk_pages(self->fd, self->map + fault + ps, fault + ps,
+		      (mark - fault) / ps - 1, false, LONG_MAX, &walk);
 	early = ra_cached_pages(self->fd, self->map, past_off, self->ra);
 	RA_EXPECT_FIGURE(&self->fs, "read before the marker", early,
 			 "pages cached past the window", self->ra_pages / 20,
