@@ -13,8 +13,8 @@
 #	mmap readahead: major faults of patterned reads of cold files
 #
 # run:
-# Every readahead test built: an in-tree build leaves the sources beside.
+# Every readahead test built (an in-tree build leaves the sources beside).
 for t in ./readahead_*; do
-	case $t in *.c) continue ;; esac
+	[ -f "$t" ] && [ -x "$t" ] || continue
 	CATEGORY="readahead" run_test "$t"
 done

@@ -144,11 +144,9 @@ add_block_after() {
 gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
 every='READAHEAD_TESTS := $(filter-out $(READAHEAD_CGROUP_TESTS),$(patsubst %.c,%,$(wildcard readahead_*.c)))'
 cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
-if [ -n "$tests" ]; then
-	# The lists, before the TEST_PROGS block.
-	add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
-	add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$every" "$mk"
-fi
+# The lists, before the TEST_PROGS block.
+add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
+add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$every" "$mk"
 for t in $tests; do
 	grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" || continue
 	if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
@@ -157,13 +155,11 @@ for t in $tests; do
 		add_before '^READAHEAD_TESTS := ' "READAHEAD_CGROUP_TESTS += $t" "$mk"
 	fi
 done
-if [ -n "$tests" ]; then
-	add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
-	set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
-		'^READAHEAD_BINS := ' "$mk"
-	add_after_last '^\$\(READAHEAD_BINS\): ra_' \
-		'$(READAHEAD_BINS): LDLIBS += -lcap' "$mk"
-fi
+add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
+set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
+	'^READAHEAD_BINS := ' "$mk"
+add_after_last '^\$\(READAHEAD_BINS\): ra_' \
+	'$(READAHEAD_BINS): LDLIBS += -lcap' "$mk"
 if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
 	add_after_last '^\$\(READAHEAD_BINS\): ' "$cg_bins" "$mk"
 	add_after_last '^READAHEAD_CGROUP_BINS := ' \
@@ -219,7 +215,7 @@ if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
 		{ for (; held; held--) print ""; print }' \
 		"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 fi
-if [ -n "$tests" ] && ! grep -q 'CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
+if ! grep -q 'CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
 	RUN=$(sed -n '/^# run:$/,$p' "$snippet" | sed 1d) \
 	awk '/^echo "SUMMARY:/ && !r { print ENVIRON["RUN"]; print ""; r = 1 }
 		{ print }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"

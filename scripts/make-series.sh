@@ -10,8 +10,9 @@
 # payload holding only the tests so far (and only their variants: a later
 # patch adds the variants of a test that need a fix) and the lib's
 # functions, types and macros they use, so that a helper goes in with its
-# first user; the first patch adds the "readahead" category and the
-# MAINTAINERS lines (under PAGE CACHE) for its files.
+# first user; the first patch adds the "readahead" category, the helpers
+# every test uses and the MAINTAINERS lines (under PAGE CACHE) for its
+# files, and no test.
 #
 # Then checks each series as a maintainer would: checkpatch.pl --strict on
 # every patch; git am on a clean checkout of the pristine tree (a fix
@@ -168,20 +169,20 @@ install() {
 	RA_TESTS="${names[*]}" "$work/stage/scripts/install-in-tree.sh" "$tree" > /dev/null
 }
 
-# The first series: one commit per test, with the helpers it is the first
-# to use; the first commit adds the category and the MAINTAINERS lines.
+# The first series: the category with the helpers every test uses and the
+# MAINTAINERS lines, then one commit per test, with the helpers it is the
+# first to use.
 git checkout -q -b "$first"
 mapfile -t first_specs < <(series_tests "$first")
+install
+maintainers_add
+commit category
 specs=()
 for spec in "${first_specs[@]}"; do
 	specs+=("$spec")
 	install "${specs[@]}"
 	args=(test "${spec%%:*}" --series "$first")
 	[ "${spec#*:}" = "$spec" ] || args+=(--variants "${spec#*:}")
-	if [ ${#specs[@]} = 1 ]; then
-		maintainers_add
-		args+=(--category)
-	fi
 	commit "${args[@]}"
 done
 

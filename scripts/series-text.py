@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Changelogs and cover letters of the readahead patch series.
 
-  series-text.py test NAME --series SERIES [--variants V,...] [--category]
-                 [--extends]
+  series-text.py category
+                         changelog of the first patch: the readahead
+                         category and the helpers every test uses
+  series-text.py test NAME --series SERIES [--variants V,...] [--extends]
                          changelog of the patch that adds selftests-mm/
                          NAME.c (only variants V with --variants; with
-                         --category the patch adds the readahead category
-                         too; with --extends it adds the variants of NAME
-                         that an earlier series left out)
+                         --extends it adds the variants of NAME that an
+                         earlier series left out)
   series-text.py kernel PATCH
                          changelog of validation/patches/PATCH as a patch
                          of a series
@@ -205,23 +206,33 @@ def run_line(name):
                 % name)
 
 
+CATEGORY_SUBJECT = 'selftests/mm: add the readahead category and its helpers'
+
 CATEGORY = """\
-This first test also adds the "readahead" category of run_vmtests.sh,
-run by "make run_tests" and KernelCI through ksft_readahead.sh in
-TEST_PROGS: it runs every readahead_* binary, as the Makefile builds
-every readahead_*.c, so that a later test touches neither. It adds
-MAINTAINERS lines for the category's files under PAGE CACHE, and the
-helpers the test uses that mm's vm_util lacks:
-ra_fs.[ch] and ra_file.c give a test a filesystem of its own (a sparse
-image on a private tmpfs, on a loop device with LO_FLAGS_AUTOCLEAR,
-mounted in a private mount namespace, so that nothing is left behind
-even when the test is killed), set the disk's read_ahead_kb and put it
-back, and create cold sparse files; ra_cache.[ch] count major faults
-and resident pages, walk pages until a bound is passed, and print each
-figure in one format. Later tests add the helpers they are the first to
-use. Creating the filesystem needs CAP_SYS_ADMIN (libcap, as
-mlock-random-test); without it every test skips. The config gains the
-loop device, ext4, XFS and tmpfs."""
+Add the "readahead" category of run_vmtests.sh for mmap readahead tests
+that judge what a program sees: the major faults a pattern of faults
+takes on a cold file, and the pages it reads that it never asked for.
+It runs every readahead_* binary, as the Makefile builds every
+readahead_*.c, so that a test added later touches neither; "make
+run_tests" and KernelCI run it through ksft_readahead.sh in TEST_PROGS.
+MAINTAINERS gets lines for the category's files under PAGE CACHE, whose
+code the tests exercise.
+
+The helpers every such test uses, which mm's vm_util lacks, come with
+it: ra_fs.[ch] give a test a filesystem of its own, so that its block
+size and read_ahead_kb are its own and the disk the tests run from is
+left alone (a sparse image on a private tmpfs, on a loop device with
+LO_FLAGS_AUTOCLEAR, mounted in a private mount namespace, so that
+nothing is left behind even when the test is killed), check that the
+memory a test needs is available, and set read_ahead_kb and put it back;
+ra_file.c creates the test's sparse file and opens it cold (dropped from
+the page cache, which is checked); ra_cache.[ch] count resident pages
+and print each figure with its bound, ra_pages and folio size in one
+format. Each test then comes in a patch of its own, with the helpers it
+is the first to use. Creating the filesystem needs CAP_SYS_ADMIN
+(libcap, as mlock-random-test); without it every test skips.
+
+No test yet: the category runs nothing."""
 
 
 def plan_of(series):
@@ -231,8 +242,7 @@ def plan_of(series):
     sys.exit('no series %s' % series)
 
 
-def test_changelog(name, series, variants=None, category=False,
-                   extends=False):
+def test_changelog(name, series, variants=None, extends=False):
     cols, rows = sp.table()
     base = sp.base_columns(cols)
     _, fix, patches, _ = plan_of(series)
@@ -265,8 +275,6 @@ def test_changelog(name, series, variants=None, category=False,
                               'with the fix that makes them pass.' % ', '.join(
                                   v for v in sp.variants_of(name)
                                   if v not in variants))]
-    if category:
-        body += ['', CATEGORY]
     if fix:
         fcols = sp.fix_columns(fix, cols)
         bad = [b for b in base if any(rows[c].get(b) == 'FAIL'
@@ -286,7 +294,9 @@ def test_changelog(name, series, variants=None, category=False,
     else:
         skips = sorted({machine(b) for b in base for c in cases
                         if rows[c].get(b) == 'skip'})
-        text = 'It passes on 7.3 (%s)' % machines(base)
+        seen = [b for b in base
+                if all(rows[c].get(b) in ('ok', 'skip') for c in cases)]
+        text = 'It passes on 7.3 (%s)' % machines(seen)
         if skips:
             text += '; some cases skip on %s, for the reason they print' \
                 % ', '.join(skips)
@@ -295,9 +305,12 @@ def test_changelog(name, series, variants=None, category=False,
                     c not in ('v7.3+fixes',) and
                     any(rows[k].get(c) == 'FAIL' for k in cases)]
         confs = dict(sp.configurations())
+        # A configuration built on fixes breaks by what it adds to them.
+        fixed = set(confs.get('v7.3+fixes', []))
         changes = []
         for c in breaking:
-            for ptch in confs.get(c, []):
+            own = [ptch for ptch in confs.get(c, []) if ptch not in fixed]
+            for ptch in own or confs.get(c, []):
                 subj = subject_of(ptch)
                 if subj not in changes:
                     changes.append(subj)
@@ -421,8 +434,9 @@ def main():
         if '--variants' in rest:
             variants = rest[rest.index('--variants') + 1].split(',')
         subj, body = test_changelog(name, series, variants,
-                                    '--category' in rest,
                                     '--extends' in rest)
+    elif args[0] == 'category' and len(args) == 1:
+        subj, body = CATEGORY_SUBJECT, CATEGORY
     elif args[0] == 'kernel' and len(args) == 2:
         subj, body = kernel_changelog(args[1])
     elif args[0] == 'cover' and len(args) == 2:

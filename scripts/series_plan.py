@@ -6,13 +6,15 @@
                                  [FIX-COLUMN]", its kernel patches
                                  ("patch FILE"), its tests ("test NAME
                                  VARIANT..." or "test NAME" for all)
-  series_plan.py stage DIR TEST[:VARIANT,...]...
+  series_plan.py stage DIR [TEST[:VARIANT,...]...]
                                  the payload with only those tests (and
                                  only those variants of a test): DIR/
                                  selftests-mm, lib, config,
                                  run_vmtests-snippet.sh and scripts/
                                  install-in-tree.sh, with the lib's
-                                 functions, types and macros they use
+                                 functions, types and macros they use;
+                                 without a test, the lib has what every
+                                 test uses (the category's patch)
   series_plan.py timeouts SETTINGS
                                  the harness timeouts of every case added
                                  up, and the timeout of SETTINGS (mm's
@@ -404,9 +406,12 @@ def stage(dest, specs):
         open(os.path.join(dest, 'selftests-mm', t + '.c'), 'w').write(text)
         roots |= set(IDENT.findall(strip_code(text)))
     libs = lib_units()
-    every = set()
+    every, common = set(), None
     for t in test_names():
-        every |= set(IDENT.findall(strip_code(source(t))))
+        names = set(IDENT.findall(strip_code(source(t))))
+        every |= names
+        used = needed(libs, names)
+        common = used if common is None else common & used
     allk = needed(libs, every)
     # What no test uses (nothing would ever bring it in) stays throughout.
     for f, (_, us) in libs.items():
@@ -414,6 +419,10 @@ def stage(dest, specs):
             if (f, k) not in allk:
                 roots |= u[3]
     keep = needed(libs, roots)
+    if not chosen:
+        # The category alone: what every test uses, directly or through
+        # the helpers it calls.
+        keep |= common or set()
     for f, (lines, us) in libs.items():
         idx = {k for g, k in keep if g == f}
         if has_api(us, idx, {k for g, k in allk if g == f}):
@@ -492,7 +501,7 @@ def main():
                 print('test %s%s' % (t, ' ' + ' '.join(v) if v else ''))
         for p in problems:
             print('problem %s' % p)
-    elif cmd == 'stage' and len(sys.argv) >= 4:
+    elif cmd == 'stage' and len(sys.argv) >= 3:
         stage(sys.argv[2], sys.argv[3:])
     elif cmd == 'timeouts' and len(sys.argv) == 3:
         total, limit = timeouts(sys.argv[2])

@@ -33,7 +33,7 @@
 	"mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
 /* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
-#define TIMEOUT_S	6
+#define TIMEOUT_S	5
 
 FIXTURE(vma_boundary) {
 	struct ra_fs fs;
