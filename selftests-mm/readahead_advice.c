@@ -11,7 +11,11 @@
  * one gives none of it; each test says its bound and both figures.
  * Broken: the hint ignored or misread, so that a range stays cold, a
  * window keeps the wrong size, or a random fault reads a whole window.
- * Healthy: exactly the range or window the hint stands for.
+ * Healthy: exactly the range or window the hint stands for. Kernels
+ * before "mm/filemap: allow arch to request folio size for exec memory"
+ * (6.17) fail madv_random_exec; where a PMD is larger than 2 MiB, kernels
+ * before "mm: use mapping_max_folio_order() for force_thp_readahead order"
+ * fail madv_hugepage_2m.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -219,7 +223,7 @@ TEST_F_TIMEOUT(advice, madv_random_exec, TIMEOUT_S)
 		      ra_limit(bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "in-order walk, PROT_EXEC and MADV_RANDOM",
 			 walk.majflt, "major faults", bound,
-			 "VM_RAND_READ stops the VM_EXEC read-around",
+			 "VM_RAND_READ stops the VM_EXEC read-around (kept since \"mm/filemap: allow arch to request folio size for exec memory\", 6.17)",
 			 "after %zu of %zu pages", walk.touched,
 			 self->size / ps);
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
@@ -414,7 +418,7 @@ TEST_F_TIMEOUT(advice, madv_hugepage_2m, TIMEOUT_S)
 		  ra_cached_pages(self->fd, self->map, start, 2 * THP_CAP);
 	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, outside two 2 MiB folios",
 			 outside, "pages cached", bound,
-			 "forced THP readahead folios not capped at 2 MiB",
+			 "forced THP readahead folios not capped at 2 MiB (\"mm: use mapping_max_folio_order() for force_thp_readahead order\")",
 			 "PMD %lu bytes", pmd);
 	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, the two 2 MiB folios",
 			 inside, "pages left uncached", bound,

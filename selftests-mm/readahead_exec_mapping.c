@@ -2,7 +2,9 @@
 /*
  * Exec mappings: read-around must keep running for a PROT_EXEC mapping
  * after random faults, whatever mmap_miss says, and never read past the
- * VMA (stays_in_vma, whose bound is told with it).
+ * VMA (stays_in_vma, whose bound is told with it; kernels before
+ * "mm/filemap: allow arch to request folio size for exec memory", 6.17,
+ * read around centred, past the VMA, and fail it).
  * Program text is read at random, so a VM_EXEC fault neither adds to nor
  * takes from file->f_ra.mmap_miss and reads from the faulting folio up to
  * ra_pages forwards. A kernel that gates VM_EXEC faults by mmap_miss
@@ -173,7 +175,7 @@ TEST_F_TIMEOUT(exec_mapping, stays_in_vma, TIMEOUT_S)
 	munmap(vma, ra);
 	RA_EXPECT_FIGURE(&self->fs, "exec read-around past its VMA", past,
 			 "pages cached", ra_pages / 20,
-			 "VM_EXEC read-around not limited to the faulting VMA",
+			 "VM_EXEC read-around not limited to the faulting VMA (limited since \"mm/filemap: allow arch to request folio size for exec memory\", 6.17)",
 			 "fault %zu pages before the VMA end",
 			 (ra - fault) / self->fs.page_size);
 	ASSERT_GE((long)ra_pages / 20, inside)

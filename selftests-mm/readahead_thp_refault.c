@@ -33,7 +33,7 @@
 #define SLOT_SIZE	(2 * THP_CAP)
 #define RA_KB		128UL
 #define SUSPECT \
-	"forced THP readahead past MMAP_LOTSAMISS on a refault (do_sync_mmap_readahead())"
+	"forced THP readahead past MMAP_LOTSAMISS on a refault (do_sync_mmap_readahead()); kernels without \"mm: readahead: make thp readahead conditional to mmap_miss logic\" (6.18 and older) fail by design"
 
 /* Over twice its slowest under TCG; all cases fit mm's settings timeout */
 #define TIMEOUT_S	4

@@ -34,7 +34,7 @@
 #define FAULTERS	8	/* one reader, seven waiters, each round */
 #define STATE_WAIT_S	5	/* a held read never ends: only a bound */
 #define SUSPECT \
-	"faults waiting on a locked folio counted as mmap hits (do_async_mmap_readahead()); if random_reader fails too, the mmap_miss gate itself"
+	"faults waiting on a locked folio counted as mmap hits (do_async_mmap_readahead()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2)"
 
 /* One thread faulting the round's spot when told to. */
 struct faulter {

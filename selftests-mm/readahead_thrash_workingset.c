@@ -31,7 +31,7 @@
 #define ACCESSES	8	/* reads that make a folio working set */
 #define FAULT_AROUND_ATTR	"/sys/kernel/debug/fault_around_bytes"
 #define SUSPECT \
-	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself"
+	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2)"
 
 /* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
 #define TIMEOUT_S	6
