@@ -9,10 +9,10 @@
 # COLUMN is a column name of the table (6.18, debian-7.3, emu-plain ...).
 # A bare series such as 7.3 names the column of that series: the column
 # of that exact name if the table has one (the host's), else debian-7.3.
-# Prints one line per test whose verdict differs (or is missing), per
-# test of the TAP that has no row, and per row whose number of fields
-# is not the "test" line's, and a summary; exits 1 if any, 2 on usage
-# errors.
+# Prints one line per test whose verdict differs (or is missing; a FAIL
+# the harness killed at its timeout says so), per test of the TAP that
+# has no row, and per row whose number of fields is not the "test"
+# line's, and a summary; exits 1 if any, 2 on usage errors.
 #
 # --cells prints instead every test, one line each, the table's rows in
 # its order and then the TAP's tests without a row: test, the verdict
@@ -44,7 +44,7 @@ fi
 awk -f "$here/tap-figures.awk" "$tap" |
 awk -F '\t' -v col="$col" -v cells="$cells" '
 	part == "tap" { split($0, f, "|"); if (!(f[1] in got)) seen[++ns] = f[1]
-			  got[f[1]] = f[2]; next }
+			  got[f[1]] = f[2]; why[f[1]] = f[5]; next }
 	/^#/ { next }
 	$1 == "test" { for (i = 2; i <= NF; i++) if ($i == col) c = i; nf = NF; next }
 	!c && !cells { print "no column " col " in the table"; bad = 1; exit }
@@ -56,7 +56,8 @@ awk -F '\t' -v col="$col" -v cells="$cells" '
 	  d = e != "-" && v != e
 	  if (d) bad++
 	  if (cells) print $1 "\t" e "\t" v "\t" (d ? "DIFFERS" : "")
-	  else if (d) printf "  %-48s expected %-4s got %s\n", $1, e, v }
+	  else if (d) printf "  %-48s expected %-4s got %s%s\n", $1, e, v,
+			     v == "FAIL" && why[$1] != "" ? " (" why[$1] ")" : "" }
 	END { if (c || cells) for (i = 1; i <= ns; i++) if (!(seen[i] in row)) {
 		if (cells) { print seen[i] "\t-\t" got[seen[i]] "\t"; continue }
 		printf "  %-48s no row in the table (docs/adding-a-test.md)\n", seen[i]; bad++ }

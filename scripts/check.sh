@@ -4,7 +4,7 @@
 # The project's own tests. Needs root. Ends with "N passed, N failed".
 #
 #   scripts/check.sh           (make check) what a contributor runs after
-#                              an edit, about a minute with warm caches:
+#                              an edit, one to three minutes with warm caches:
 #                              make clean (let no QEMU run use build/
 #                              meanwhile), the build (gcc and clang,
 #                              -Werror; gcc for arm64 and ppc64le, static),

@@ -2,7 +2,8 @@
 #
 # The project's one TAP reader: verdict, figure and bound of each test in
 # a suite's TAP, one line a test, "test|verdict|figure|bound|reason":
-# verdict ok, FAIL or skip, reason the text after "# SKIP" of a skip.
+# verdict ok, FAIL or skip, reason the text after "# SKIP" of a skip,
+# or "harness timeout" for a FAIL the harness killed at its timeout.
 #
 #   awk -f scripts/tap-figures.awk TAPFILE
 #
@@ -27,11 +28,13 @@
 	if (r > worst[t]) { worst[t] = r; fig[t] = f; bound[t] = b }
 	next
 }
+/Test terminated by timeout/ && t != "" { timeout[t] = 1 }
 { sub(/^(# )+/, "") }
 /^(not ok|ok) [0-9]+ [a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+/ {
 	name = $1 == "not" ? $4 : $3
 	v = $1 == "not" ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok")
 	why = ""
 	if (v == "skip") { why = $0; sub(/.*# SKIP */, "", why) }
+	if (v == "FAIL" && timeout[name]) why = "harness timeout"
 	print name "|" v "|" fig[name] "|" bound[name] "|" why
 }
