@@ -86,6 +86,25 @@ static bool have_cap_sys_admin(void)
 	return val == CAP_SET;
 }
 
+/*
+ * Whether the task is in the initial user namespace, whose uid_map is
+ * the identity over all 2^32 ids: mounting a block device and setting
+ * up a loop device take CAP_SYS_ADMIN there, not in a user namespace
+ * (a rootless container). Without user namespaces there is no uid_map.
+ */
+static bool in_initial_userns(void)
+{
+	unsigned long inside, outside, count;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	int n;
+
+	if (!f)
+		return true;
+	n = fscanf(f, "%lu %lu %lu", &inside, &outside, &count);
+	fclose(f);
+	return n == 3 && !inside && !outside && count == 4294967295UL;
+}
+
 /* Run argv[0] found in PATH (plus the sbin directories), output hidden. */
 static int run_quiet(char *const argv[])
 {
@@ -268,9 +287,9 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * and nothing is created.
  *
  * Return: 0 on success; KSFT_SKIP when the environment cannot run the
- * test (no CAP_SYS_ADMIN, a root that is no mount point, no loop device,
- * filesystem, mkfs tool or block size support); -1 on an unexpected
- * error (errno set).
+ * test (no CAP_SYS_ADMIN in the initial user namespace, a root that is
+ * no mount point, no loop device, filesystem, mkfs tool or block size
+ * support); -1 on an unexpected error (errno set).
  */
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 {
@@ -289,6 +308,9 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	fs->block_size = block_size;
 	if (!have_cap_sys_admin())
 		return ra_fs_skip(fs, "%s", "needs CAP_SYS_ADMIN to create a loop filesystem");
+	if (!in_initial_userns())
+		return ra_fs_skip(fs, "%s",
+				  "in a user namespace: a loop filesystem needs CAP_SYS_ADMIN in the initial one");
 
 	if (unshare(CLONE_NEWNS))
 		return ra_fs_fail(fs, "unshare(CLONE_NEWNS)");
