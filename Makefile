@@ -129,7 +129,11 @@ CFLAGS ?= -O2 -g
 # harness as "kselftest_harness.h", installed uapi headers.
 KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm \
 	$(if $(KHDR_ARCH),-isystem $(KHDR_ARCH)) -isystem $(KHDR)
-CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(TOP)/lib
+# The checkout's path mapped away (__FILE__, debug info): the same
+# sources build the same binaries wherever they are checked out, which
+# lets the kill matrix know a run's inputs (vm/run-kernels.sh --reuse).
+PATH_MAP := -ffile-prefix-map=$(TOP)=.
+CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(TOP)/lib $(PATH_MAP)
 LDLIBS += -lcap -lpthread
 ifneq ($(CAP_ROOT),)
 CFLAGS += -isystem $(CAP_ROOT)/usr/include
@@ -138,7 +142,7 @@ CAP_STAMP := $(CAP_ROOT)/.extracted
 endif
 # vm_util.c and cgroup_util.c are the tree's, built with mm's own
 # warnings (-Wall).
-VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS)
+VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS) $(PATH_MAP)
 
 BINS := $(addprefix $(OUTPUT)/,$(TESTS))
 CG_BINS := $(addprefix $(OUTPUT)/,$(CG_TESTS))

@@ -15,7 +15,17 @@
 
 #include "ra_fs.h"
 
-/* Above this many mmap misses, read-around is skipped (mm/filemap.c). */
+/*
+ * MMAP_LOTSAMISS of mm/filemap.c (100 in 7.3): past this many more misses
+ * than hits on a struct file, its faults get no read-around. Copied,
+ * since no interface exposes it, and a contract for what programs see: a
+ * reader faulting at random stops paying for windows it never uses
+ * (random_reader checks exactly that). The tests use it only to size a
+ * random phase that passes it (three times over or more) and bounds
+ * that follow from it; a kernel that raised it past RA_RANDOM_MAX would
+ * leave the state they build unreached: thp_refault checks it and skips,
+ * random_reader fails (its random faults keep reading windows).
+ */
 #define RA_MMAP_LOTSAMISS	100
 
 /* Most faults ra_random_phase() takes. */

@@ -247,7 +247,7 @@ fi
 if [ "$full" = 1 ] && [ "${RA_CHECK_DEBIAN:-1}" = 1 ]; then
 	debian=(debian-6.12 debian-6.18 debian-7.3 debian-7.3-arm64-16k debian-7.2-ppc64el-64k)
 	rc=0
-	vm/run-kernels.sh --taps "$work/debian" "${debian[@]}" 2> "$work/debian.log" || rc=$?
+	vm/run-kernels.sh --taps "$work/debian" --jobs 2 "${debian[@]}" 2> "$work/debian.log" || rc=$?
 	[ $rc = 0 ] || [ $rc = 3 ] || fail "Debian kernels (exit $rc): $(tail -n 1 "$work/debian.log")"
 	for col in "${debian[@]}"; do
 		tap=$work/debian/$col.tap
@@ -298,7 +298,7 @@ if [ "$full" = 1 ] && [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
 	start=$(date +%s)
 	if validation/matrix.sh --validation \
 		> "$work/matrix.log" 2>&1; then
-		pass "kill matrix: every cell as expected ($(( $(date +%s) - start )) s)"
+		pass "kill $(tail -n 1 "$work/matrix.log" | sed 's/^matrix: //; s/)$//'), $(( $(date +%s) - start )) s)"
 	else
 		fail "kill matrix"; grep -E 'DIFFERS|no TAP|unknown|error|build' "$work/matrix.log" | head -20
 		tail -3 "$work/matrix.log"

@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The read-around window: the first cold fault of a plain mapping reads
- * ra_pages centred on the fault (start pgoff - ra_pages / 2, not below
- * page 0, the size kept when clamped) and puts PG_readahead a quarter
- * window ahead of the fault, where an in-order reader starts async
- * readahead of the next window.
- * Measured: pages cached (cachestat(), else mincore()) on each side of
- * the window after one fault, and past it after faults up to and on the
- * marker. Bounds: a tenth of what a misplaced window leaves out or adds,
- * ra_pages / 20 for half a window, ra_pages / 40 for a quarter (read_ahead_kb
- * 16 MiB: ra_pages 4096 at 4 KiB pages, 256 at 64 KiB). Healthy: none of
- * it. Broken: a window read only ahead of the fault, shortened where it
- * is clamped, or its marker elsewhere: half or a quarter window, 10x over.
+ * What a reader of a plain mapping gets from read-around, wherever in the
+ * file it starts (a reader walking backwards: readahead_descending.c).
+ * - from_start: a fault on page 0 reads one window (read_ahead_kb), no
+ *   less and no more, as a fault anywhere else does; a reader walking
+ *   forwards from there takes a handful of major faults, not one a
+ *   folio. Bounds: ra_pages / 20 pages short or over (broken: a window
+ *   cut where it meets page 0, half a window short); per window walked,
+ *   sqrt(folios a window) major faults (healthy: 1 in all; broken, no
+ *   readahead: one a folio).
+ * - forward_lead: a reader walking forwards from the middle never
+ *   catches up with readahead: wherever it is, the next ra_pages / 40
+ *   pages are in the page cache already (being read or read), so it
+ *   never waits for a read it could have been spared. Measured without a
+ *   clock: at each page touched, whether the pages ahead are present
+ *   (cachestat(), else mincore()). Bound: ra_pages / 400 pages touched
+ *   with less ahead (healthy: none, readahead runs a quarter window or
+ *   more ahead; broken, the next read started only at a window's last
+ *   page: ra_pages / 40 of them).
+ * read_ahead_kb 16 MiB: ra_pages 4096 at 4 KiB pages, 256 at 64 KiB.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -24,10 +31,18 @@
 #include "ra_cache.h"
 
 #define RA_KB		16384UL
-/* The file, in ra windows; centred faults are at 4 ra. */
+/* The file, in ra windows; the forward walk starts at 4 ra. */
 #define FILE_WINDOWS	8
-#define SUSPECT_FWD \
-	"read-around not centred on the fault (read only ahead of it?)"
+/* Windows walked by each reader. */
+#define WALK_WINDOWS	2
+#define SUSPECT_CUT \
+	"a read-around that meets page 0 cut short instead of kept at ra_pages"
+#define SUSPECT_WIDE \
+	"a fault on page 0 reading more than one window"
+#define SUSPECT_NO_RA \
+	"no readahead for a reader starting at page 0"
+#define SUSPECT_LEAD \
+	"PG_readahead at or past the end of the window: async readahead starts when the reader is already there"
 
 /* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
 #define TIMEOUT_S	4
@@ -57,14 +72,17 @@ FIXTURE_SETUP(window)
 	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	/* Two windows cached at most: the read-around and one async. */
-	ret = ra_need_memory(&self->fs, 2 * RA_KB * 1024);
+	/*
+	 * A walk of WALK_WINDOWS leaves its read-around and async windows
+	 * cached behind and ahead of it: four windows at most.
+	 */
+	ret = ra_need_memory(&self->fs, 4 * RA_KB * 1024);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	/*
 	 * A window of RA_KB is a whole number of min folios (64 KiB at
-	 * most), and so are its halves and quarters: the probes below cut
-	 * no folio.
+	 * most), and so are its fortieths at 4 KiB pages: the probes below
+	 * cut no folio.
 	 */
 	self->ra = RA_KB * 1024;
 	self->ra_pages = self->ra / self->fs.page_size;
@@ -78,88 +96,68 @@ FIXTURE_TEARDOWN(window)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(window, centred, TIMEOUT_S)
+TEST_F_TIMEOUT(window, from_start, TIMEOUT_S)
 {
-	size_t fault = 4 * self->ra, half = self->ra / 2;
-	long behind, ahead;
+	size_t ps = self->fs.page_size, npages = WALK_WINDOWS * self->ra_pages;
+	unsigned long folios = self->ra / ra_folio_size(&self->fs);
+	long short_by, over, bound = WALK_WINDOWS * (long)ra_isqrt(folios);
+	struct ra_walk first, rest;
 
 	/*
-	 * One cold fault at 4 ra:
+	 * One cold fault on page 0, then every page of two windows:
 	 *
-	 *   3.5 ra        4 ra         4.5 ra                   6 ra
-	 *   |=============x============|------------------------|
-	 *    behind: read   ahead: read  past the window: cold
+	 *   0                        1 ra                     2 ra
+	 *   x========================|------------------------|
+	 *    read by the first fault   not yet: async readahead
+	 *   >>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>|
+	 *    the reader
 	 */
-	FORCE_READ(self->map[fault]);
-	behind = ra_uncached_pages(self->fd, self->map, fault - half, half);
-	ahead = ra_cached_pages(self->fd, self->map, fault + half,
-				3 * half);
-	RA_EXPECT_FIGURE(&self->fs, "read-around behind the fault", behind,
+	ra_walk_pages(self->fd, self->map, 0, 1, false, LONG_MAX, &first);
+	short_by = ra_uncached_pages(self->fd, self->map, 0, self->ra);
+	over = ra_cached_pages(self->fd, self->map, self->ra, self->ra);
+	RA_EXPECT_FIGURE(&self->fs, "fault on page 0, its window", short_by,
 			 "pages left uncached", self->ra_pages / 20,
-			 SUSPECT_FWD, "of %lu", self->ra_pages / 2);
-	RA_EXPECT_FIGURE(&self->fs, "read-around past the window", ahead,
-			 "pages cached", self->ra_pages / 20, SUSPECT_FWD,
-			 "of %lu", 3 * self->ra_pages / 2);
+			 SUSPECT_CUT, "of %lu", self->ra_pages);
+	RA_EXPECT_FIGURE(&self->fs, "fault on page 0, past its window", over,
+			 "pages cached", self->ra_pages / 20, SUSPECT_WIDE,
+			 "of %lu", self->ra_pages);
+	ra_walk_pages(self->fd, self->map + ps, ps, npages - 1, false,
+		      ra_limit(bound - first.majflt), &rest);
+	RA_EXPECT_FIGURE(&self->fs, "in-order walk from page 0",
+			 first.majflt + rest.majflt, "major faults", bound,
+			 SUSPECT_NO_RA, "after %zu of %zu pages",
+			 rest.touched + 1, npages);
 }
 
-TEST_F_TIMEOUT(window, clamped_at_0, TIMEOUT_S)
+TEST_F_TIMEOUT(window, forward_lead, TIMEOUT_S)
 {
-	size_t fault = self->ra / 4;
-	long in, past;
+	size_t ps = self->fs.page_size, start = 4 * self->ra;
+	size_t npages = WALK_WINDOWS * self->ra_pages, i;
+	size_t lead = self->ra_pages / 40 * ps;
+	long caught = 0;
 
 	/*
-	 * One cold fault a quarter window into the file: the window would
-	 * start before page 0, so it starts there, and keeps its size:
+	 * One cold fault at 4 ra, then every page of two windows; at each
+	 * page, are the next ra_pages / 40 pages in the page cache?
 	 *
-	 *   0     0.25 ra                     1 ra                 2 ra
-	 *   |=====x===========================|--------------------|
-	 *    the window, all read                past it: cold
+	 *   3.5 ra      4 ra                                      6 ra
+	 *   |===========x>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>|
+	 *    read-around  the reader   p[=====)
+	 *                                 lead: cached, or being read
 	 */
-	FORCE_READ(self->map[fault]);
-	in = ra_uncached_pages(self->fd, self->map, 0, self->ra);
-	past = ra_cached_pages(self->fd, self->map, self->ra, self->ra);
-	RA_EXPECT_FIGURE(&self->fs, "read-around clamped at page 0", in,
-			 "pages left uncached", self->ra_pages / 40,
-			 "a read-around clamped at page 0 shortened, or not clamped",
-			 "of %lu", self->ra_pages);
-	RA_EXPECT_FIGURE(&self->fs, "clamped read-around, past the window",
-			 past, "pages cached", self->ra_pages / 40,
-			 "a read-around clamped at page 0 shifted past the window",
-			 "of %lu", self->ra_pages);
-}
+	for (i = 0; i < npages; i++) {
+		size_t off = start + i * ps;
 
-TEST_F_TIMEOUT(window, marker_quarter, TIMEOUT_S)
-{
-	size_t ps = self->fs.page_size, fault = 4 * self->ra;
-	size_t mark = fault + self->ra / 4, past_off = fault + self->ra;
-	struct ra_walk walk;
-	long early, late;
-
-	/*
-	 * One cold fault at 4 ra, then every page up to the marker, then
-	 * the marker:
-	 *
-	 *   3.5 ra     4 ra   mark    4.5 ra       5 ra       5.5 ra
-	 *   |==========x>>>>>>>^======|============|..........|
-	 *    read-around         async readahead of the next window
-	 *
-	 * Before the marker nothing past 5 ra may be read; at the marker
-	 * async readahead reads [4.5 ra, 5.5 ra).
-	 */
-	FORCE_READ(self->map[fault]);
-	ra_walk_pages(self->fd, self->map + fault + ps, fault + ps,
-		      (mark - fault) / ps - 1, false, LONG_MAX, &walk);
-	early = ra_cached_pages(self->fd, self->map, past_off, self->ra);
-	RA_EXPECT_FIGURE(&self->fs, "read before the marker", early,
-			 "pages cached past the window", self->ra_pages / 20,
-			 "PG_readahead less than a quarter window ahead of the fault",
-			 "%zu pages read in order", walk.touched + 1);
-	FORCE_READ(self->map[mark]);
-	late = ra_uncached_pages(self->fd, self->map, past_off, self->ra / 2);
-	RA_EXPECT_FIGURE(&self->fs, "fault on the marker", late,
-			 "pages of the next window uncached", self->ra_pages / 20,
-			 "no PG_readahead a quarter window ahead of the fault, no async readahead",
-			 "of %lu", self->ra_pages / 2);
+		FORCE_READ(self->map[off]);
+		if (ra_cached_pages(self->fd, self->map, off + ps, lead) <
+		    (long)(lead / ps))
+			caught++;
+	}
+	RA_EXPECT_FIGURE(&self->fs, "in-order walk from the middle", caught,
+			 "pages touched with fewer cached ahead",
+			 self->ra_pages / 400, SUSPECT_LEAD,
+			 "%zu pages ahead wanted, %zu pages walked",
+			 lead / ps, npages);
 }
 
 TEST_HARNESS_MAIN

@@ -30,7 +30,11 @@
 # few columns at a time and tabulated whole at the end. The columns run
 # through vm/run-kernels.sh (its header says what else DIR holds); each
 # column's verdicts are judged by scripts/check-verdicts.sh --cells.
-# RA_MATRIX_JOBS (default 2) columns run at the same time.
+# RA_MATRIX_JOBS (default 2) columns run at the same time. A validation
+# kernel's column whose inputs (kernel image, test binaries, guest tools:
+# vm/run-kernels.sh --reuse) are those of an earlier run takes that run's
+# TAP from RA_MATRIX_REUSE (default
+# /var/cache/readahead-selftests/matrix-runs; empty: every column runs).
 # Exit status: 0 when every cell is as expected, 1 otherwise, 2 on usage
 # errors, 3 when a kernel cannot be built, fetched or booted.
 set -euo pipefail
@@ -111,9 +115,15 @@ case " ${columns[*]} " in *-ppc64el*) make -s -C "$top" ARCH=powerpc all > /dev/
 # Each column's TAP into $tapdir, RA_MATRIX_JOBS (default 2) at a time:
 # each guest has one vCPU, and a run's verdicts do not depend on its
 # speed.
+reuse_dir=${RA_MATRIX_REUSE-/var/cache/readahead-selftests/matrix-runs}
 infra=0
 "$top/vm/run-kernels.sh" --taps "$tapdir" --jobs "${RA_MATRIX_JOBS:-2}" \
-	--timeout "$timeout" ${full[@]+"${full[@]}"} "${columns[@]}" || infra=$?
+	--timeout "$timeout" ${reuse_dir:+--reuse "$reuse_dir"} \
+	${full[@]+"${full[@]}"} "${columns[@]}" || infra=$?
+reused=0
+for col in "${columns[@]}"; do
+	[ ! -f "$tapdir/$col.reused" ] || reused=$((reused + 1))
+done
 [ "$infra" = 0 ] || [ "$infra" = 3 ] || exit "$infra"
 
 # The TAP of a column: kept, or what a failed run printed.
@@ -317,5 +327,6 @@ for col in "${columns[@]}"; do
 		{ echo "$col: no TAP"; tail -n 3 "$tapdir/$col.log" 2> /dev/null; bad=1; }
 done
 [ "$infra" = 0 ] || { echo "matrix: a kernel did not boot or could not be fetched"; exit 3; }
-[ "$bad" -eq 0 ] && echo "matrix: every cell as expected" || echo "matrix: cells differ"
+ran="${#columns[@]} columns, $reused reused from runs of the same inputs"
+[ "$bad" -eq 0 ] && echo "matrix: every cell as expected ($ran)" || echo "matrix: cells differ ($ran)"
 exit "$bad"

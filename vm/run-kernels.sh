@@ -6,7 +6,7 @@
 # kernels), which differ only in their lists.
 #
 #   vm/run-kernels.sh --taps DIR [--full] [--jobs N] [--timeout SECONDS]
-#                     [--build DIR] COLUMN...
+#                     [--build DIR] [--reuse DIR] COLUMN...
 #
 # A COLUMN names a kernel as a column of verdicts/expected.tsv does:
 #   the running kernel's series (6.18)  this machine (make run_tests)
@@ -30,14 +30,26 @@
 #   --timeout S   seconds a guest may run (default 3600)
 #   --build DIR   the built suite (default build/); a kernel of another
 #                 architecture runs DIR-arm64 or DIR-powerpc
+#   --reuse DIR   a validation kernel's column (v7.3...) whose inputs are
+#                 those of an earlier run kept in DIR takes that run's TAP
+#                 instead of running again, and a run that ends is kept
+#                 there (one per column). The inputs: the kernel image,
+#                 every file of the build the guest runs, vm/run-vm.sh and
+#                 vm/guest-root.sh, the versions of QEMU and of the tools
+#                 the guest takes from this machine, the files of another
+#                 architecture's guest root, --full and --timeout. The
+#                 build must not depend on where the checkout is (the
+#                 Makefile maps its paths away). Debian's kernels and this
+#                 machine always run.
 #
 # In DIR, per column: <column>.tap when the suite ran to its end, and a
 # column whose <column>.tap is there already is not run again (a list can
 # be run a few columns at a time); else <column>.tap.failed, what the run
 # printed, and <column>.err, why it did not end (one line); and always
 # <column>.secs, the seconds spent fetching the kernel and running the
-# suite ("-" where not reached), and <column>.log, the run's stderr. A
-# line per column on stderr.
+# suite ("-" where not reached), and <column>.log, the run's stderr;
+# <column>.reused when --reuse took the TAP from DIR. A line per column
+# on stderr.
 #
 # Exit status: 0 when every column ran to its end (whatever its
 # verdicts); 2 on usage errors; 3 when a kernel could not be built,
@@ -53,6 +65,7 @@ full=()
 full_run=
 jobs=1
 timeout=3600
+reuse=
 
 usage() {
 	sed -n '8,9s/^# \{0,1\}//p' "$0" >&2
@@ -63,7 +76,7 @@ usage() {
 while [ $# -gt 0 ]; do
 	case $1 in
 	--full) full=(--env READAHEAD_FULL_RUN=1); full_run=1; shift; continue ;;
-	--taps | --jobs | --timeout | --build) [ $# -ge 2 ] || usage ;;
+	--taps | --jobs | --timeout | --build | --reuse) [ $# -ge 2 ] || usage ;;
 	-*) usage ;;
 	*) break ;;
 	esac
@@ -131,12 +144,58 @@ if [ ${#wanted_arm64[@]} -gt 0 ]; then
 	done < "$images"
 fi
 
+# The inputs of a run that do not depend on the column (--reuse).
+inputs_common() {
+	dpkg-query -W busybox busybox-static e2fsprogs xfsprogs mount dash \
+		coreutils bash qemu-system-x86 qemu-system-arm \
+		qemu-system-ppc 2> /dev/null || true
+	sha256sum < "$here/run-vm.sh"
+	sha256sum < "$here/guest-root.sh"
+	echo "full=$full_run timeout=$timeout"
+}
+
+# The key of a validation kernel's column: the common inputs, its image,
+# its build's files and, for another architecture, its guest root's.
+column_key() {
+	local col=$1 root
+
+	{
+		echo "$common"
+		sha256sum < "${image[$col]}"
+		(cd "$(build_of "$col")" && find . -type f -print0 | sort -z |
+			xargs -0 sha256sum)
+		case $col in
+		*-arm64*)
+			root=$("$here/guest-root.sh" arm64) &&
+				(cd "$root" && find . -printf '%P %s %l\n' | sort)
+			;;
+		esac
+	} | sha256sum | cut -c1-32
+}
+
+if [ -n "$reuse" ]; then
+	mkdir -p "$reuse"
+	common=$(inputs_common)
+	for col in "${columns[@]}"; do
+		[ ! -f "$taps/$col.tap" ] && [ -n "${image[$col]+x}" ] || continue
+		rm -f "$taps/$col.reused" "$taps/$col.key"
+		key=$(column_key "$col")
+		if [ -f "$reuse/$col.$key.tap" ]; then
+			cp "$reuse/$col.$key.tap" "$taps/$col.tap"
+			echo "- 0" > "$taps/$col.secs"
+			echo "$key" > "$taps/$col.reused"
+		else
+			echo "$key" > "$taps/$col.key"
+		fi
+	done
+fi
+
 # One column: fetch (Debian's), run, keep; its stderr in $taps/<col>.log.
 run_column() {
 	local col=$1 t0 fetch=- suite=- rc=0 patches kernel err
 	local -a kargs=()
 
-	rm -f "$taps/$col.tap.failed" "$taps/$col.err"
+	rm -f "$taps/$col.tap.failed" "$taps/$col.err" "$taps/$col.reused"
 	: > "$taps/$col.log"
 	t0=$EPOCHSECONDS
 	if [[ $col == v7.3* ]] && [ -z "${image[$col]+x}" ]; then
@@ -180,6 +239,11 @@ run_column() {
 	echo "$fetch $suite" > "$taps/$col.secs"
 	if [ "$rc" -le 1 ]; then
 		mv "$taps/$col.tap.part" "$taps/$col.tap"
+		if [ -n "$reuse" ] && [ -f "$taps/$col.key" ]; then
+			rm -f "$reuse/$col".*.tap
+			cp "$taps/$col.tap" "$reuse/$col.$(cat "$taps/$col.key").tap"
+			rm -f "$taps/$col.key"
+		fi
 	else
 		mv "$taps/$col.tap.part" "$taps/$col.tap.failed"
 		echo "$err" > "$taps/$col.err"
@@ -189,7 +253,10 @@ run_column() {
 
 ran=()
 for col in "${columns[@]}"; do
-	if [ -f "$taps/$col.tap" ]; then
+	if [ -f "$taps/$col.tap" ] && [ -f "$taps/$col.reused" ]; then
+		echo "== $col: inputs unchanged, TAP reused from $reuse" >&2
+		continue
+	elif [ -f "$taps/$col.tap" ]; then
 		echo "== $col: kept in $taps" >&2
 		continue
 	fi
