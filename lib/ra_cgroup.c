@@ -31,7 +31,10 @@
  * (memory: its own LRU lists, workingset counters in memory.stat) or its
  * reads pass its own blk-throttle limits (io). The root must already
  * list @controller in cgroup.subtree_control, as systemd sets it up: this
- * changes no global setting. The cgroup is removed by ra_cgroup_leave(),
+ * changes no global setting. Why the root, not below the test's own
+ * cgroup: a cgroup that holds processes (the test's does) cannot give
+ * its children controllers (cgroup v2's no-internal-process rule), and
+ * the root is the one cgroup exempt from it. The cgroup is removed by ra_cgroup_leave(),
  * or once the process has exited, however it exits; the process is
  * killed when its parent dies (PR_SET_PDEATHSIG), so that it does not
  * outlive a job killed through the job's own cgroup.

@@ -431,6 +431,9 @@ static const char watcher_script[] =
  * directory such as a cgroup): a child in its own session waits for the
  * end of a pipe that only the caller holds open. The child runs
  * /bin/sh, so that a kill by the test's name (pkill, killall) spares it.
+ * Only for what outlives the test's private mount namespace and
+ * autoclearing loop device: a READAHEAD_TEST_DIR disk's read_ahead_kb
+ * and file, and a cgroup.
  *
  * Return: the child's pid, or -1.
  */

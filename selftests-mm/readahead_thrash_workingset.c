@@ -10,6 +10,20 @@
  * folio. Broken: read-around, ra_pages a round. Bound: ra_thrash_bound()
  * per round. memory.stat's workingset_restore_file proves the hits were
  * working set, on the classic LRU and on MGLRU alike.
+ * What it leans on, and why:
+ * - memory.stat, read after ra_memcg_flush(): since "mm: memcg: make
+ *   stats flushing threshold per-memcg" (2023) a read is exact only past
+ *   MEMCG_CHARGE_BATCH updates a CPU, else after the 2 s periodic flush;
+ *   making the updates is faster than waiting for it.
+ * - the root memcg's active_file, classic LRU only: MADV_PAGEOUT reclaims
+ *   for no target memcg (1a4e58cce84e "mm: introduce MADV_PAGEOUT"), so
+ *   the shadow names the root, and a refault is working set only within
+ *   the root's active file list (23047a96d7cf "mm: workingset:
+ *   per-cgroup cache thrash detection"); the ballast fills it. MGLRU
+ *   (ac35a4902374 "mm: multi-gen LRU: minimal implementation") judges a
+ *   refault by its generation and needs no ballast.
+ * - debugfs fault_around_bytes, when mounted: set to a page, fault-around
+ *   maps nothing and the test has no hit to judge, so it skips.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
