@@ -65,15 +65,20 @@ FIXTURE_VARIANT_ADD(descending, xfs_64k) { .fs = &ra_xfs_64k };
 FIXTURE_SETUP(descending)
 {
 	int ret = ra_fs_setup(&self->fs, variant->fs);
+	size_t need;
 
 	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	/* Walks at RA_KB; forced THP readahead keeps up to two PMDs ahead. */
-	ret = ra_need_memory(&self->fs, ra_walk_bytes(RA_KB) +
-			     2 * read_pmd_pagesize());
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
+	/*
+	 * Walks at RA_KB, where forced THP readahead keeps up to two PMDs
+	 * ahead, or at PLAIN_RA_KB: what the larger one needs.
+	 */
+	need = ra_walk_bytes(RA_KB) + 2 * read_pmd_pagesize();
+	if (need < ra_walk_bytes(PLAIN_RA_KB))
+		need = ra_walk_bytes(PLAIN_RA_KB);
+	ret = ra_need_memory(&self->fs, need);
+	ra_ready(_metadata, ret, &self->fs);
 }
 
 FIXTURE_TEARDOWN(descending)
@@ -192,9 +197,6 @@ TEST_F_TIMEOUT(descending, plain_mapping, TIMEOUT_SHORT_S)
 	struct ra_walk walk;
 	int ret;
 
-	ret = ra_need_memory(&self->fs, ra_walk_bytes(PLAIN_RA_KB));
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
 	self->size = SEQ_SIZE;
 	ret = ra_file_map(&self->fs, self->size, PLAIN_RA_KB, &self->fd,
 			  &self->map);
