@@ -30,11 +30,11 @@
 # few columns at a time and tabulated whole at the end. The columns run
 # through vm/run-kernels.sh (its header says what else DIR holds); each
 # column's verdicts are judged by scripts/check-verdicts.sh --cells.
-# RA_MATRIX_JOBS (default 2) columns run at the same time. A validation
-# kernel's column whose inputs (kernel image, test binaries, guest tools:
-# vm/run-kernels.sh --reuse) are those of an earlier run takes that run's
-# TAP from RA_MATRIX_REUSE (default
-# /var/cache/readahead-selftests/matrix-runs; empty: every column runs).
+# RA_MATRIX_JOBS (default 2) columns run at the same time. On a
+# validation kernel, a test whose inputs (its binary, the kernel image,
+# the guest's tools: vm/run-kernels.sh --reuse) are those of an earlier
+# run takes that run's TAP from RA_MATRIX_REUSE (default
+# /var/cache/readahead-selftests/matrix-runs; empty: every test runs).
 # Exit status: 0 when every cell is as expected, 1 otherwise, 2 on usage
 # errors, 3 when a kernel cannot be built, fetched or booted.
 set -euo pipefail
@@ -120,9 +120,14 @@ infra=0
 "$top/vm/run-kernels.sh" --taps "$tapdir" --jobs "${RA_MATRIX_JOBS:-2}" \
 	--timeout "$timeout" ${reuse_dir:+--reuse "$reuse_dir"} \
 	${full[@]+"${full[@]}"} "${columns[@]}" || infra=$?
+# Tests whose TAP was reused, of the tests of the columns that reuse.
 reused=0
+tests=0
 for col in "${columns[@]}"; do
-	[ ! -f "$tapdir/$col.reused" ] || reused=$((reused + 1))
+	[ -f "$tapdir/$col.reused" ] || continue
+	read -r r n < "$tapdir/$col.reused"
+	reused=$((reused + r))
+	tests=$((tests + n))
 done
 [ "$infra" = 0 ] || [ "$infra" = 3 ] || exit "$infra"
 
@@ -327,6 +332,6 @@ for col in "${columns[@]}"; do
 		{ echo "$col: no TAP"; tail -n 3 "$tapdir/$col.log" 2> /dev/null; bad=1; }
 done
 [ "$infra" = 0 ] || { echo "matrix: a kernel did not boot or could not be fetched"; exit 3; }
-ran="${#columns[@]} columns, $reused reused from runs of the same inputs"
+ran="${#columns[@]} columns; of their validation kernels' $tests test runs, $reused reused from runs of the same inputs"
 [ "$bad" -eq 0 ] && echo "matrix: every cell as expected ($ran)" || echo "matrix: cells differ ($ran)"
 exit "$bad"

@@ -30,15 +30,17 @@
 #   --timeout S   seconds a guest may run (default 3600)
 #   --build DIR   the built suite (default build/); a kernel of another
 #                 architecture runs DIR-arm64 or DIR-powerpc
-#   --reuse DIR   a validation kernel's column (v7.3...) whose inputs are
-#                 those of an earlier run kept in DIR takes that run's TAP
-#                 instead of running again, and a run that ends is kept
-#                 there (one per column). The inputs: the kernel image,
-#                 every file of the build the guest runs, vm/run-vm.sh and
-#                 vm/guest-root.sh, the versions of QEMU and of the tools
-#                 the guest takes from this machine, the files of another
+#   --reuse DIR   a validation kernel's column (v7.3...) runs only the
+#                 tests whose inputs differ from those of an earlier run
+#                 kept in DIR, and takes the other tests' TAP from DIR;
+#                 each test that runs to its end is kept there (the last
+#                 run of each test per column). The inputs of a test: its
+#                 binary, the kernel image, the runner's files of the
+#                 build (run-suite.sh, settings, kselftest/), vm/run-vm.sh
+#                 and vm/guest-root.sh, the versions of QEMU and of the
+#                 tools the guest takes from this machine, another
 #                 architecture's guest root, --full and --timeout. The
-#                 build must not depend on where the checkout is (the
+#                 build does not depend on where the checkout is (the
 #                 Makefile maps its paths away). Debian's kernels and this
 #                 machine always run.
 #
@@ -48,8 +50,8 @@
 # printed, and <column>.err, why it did not end (one line); and always
 # <column>.secs, the seconds spent fetching the kernel and running the
 # suite ("-" where not reached), and <column>.log, the run's stderr;
-# <column>.reused when --reuse took the TAP from DIR. A line per column
-# on stderr.
+# <column>.reused, with --reuse, "<reused> <tests>": how many of the
+# column's tests took their TAP from DIR. A line per column on stderr.
 #
 # Exit status: 0 when every column ran to its end (whatever its
 # verdicts); 2 on usage errors; 3 when a kernel could not be built,
@@ -144,7 +146,8 @@ if [ ${#wanted_arm64[@]} -gt 0 ]; then
 	done < "$images"
 fi
 
-# The inputs of a run that do not depend on the column (--reuse).
+# The inputs of a run that do not depend on the column or the test
+# (--reuse).
 inputs_common() {
 	dpkg-query -W busybox busybox-static e2fsprogs xfsprogs mount dash \
 		coreutils bash qemu-system-x86 qemu-system-arm \
@@ -154,48 +157,122 @@ inputs_common() {
 	echo "full=$full_run timeout=$timeout"
 }
 
-# The key of a validation kernel's column: the common inputs, its image,
-# its build's files and, for another architecture, its guest root's.
-column_key() {
+# The inputs of a validation kernel's column that are not a test: the
+# common ones, its image, its build's runner files and, for another
+# architecture, its guest root's file list.
+column_inputs() {
 	local col=$1 root
 
-	{
-		echo "$common"
-		sha256sum < "${image[$col]}"
-		(cd "$(build_of "$col")" && find . -type f -print0 | sort -z |
-			xargs -0 sha256sum)
-		case $col in
-		*-arm64*)
-			root=$("$here/guest-root.sh" arm64) &&
-				(cd "$root" && find . -printf '%P %s %l\n' | sort)
-			;;
-		esac
-	} | sha256sum | cut -c1-32
+	echo "$common"
+	sha256sum < "${image[$col]}"
+	(cd "$(build_of "$col")" && find . -type f ! -name 'readahead_*' \
+		! -name '*.o' -print0 | sort -z | xargs -0 sha256sum)
+	case $col in
+	*-arm64*)
+		root=$("$here/guest-root.sh" arm64) &&
+			(cd "$root" && find . -printf '%P %s %l\n' | sort)
+		;;
+	esac
 }
 
+# The tests of a build: its readahead_* executables.
+tests_of() {
+	(cd "$1" && find . -maxdepth 1 -name 'readahead_*' -type f -perm -u+x \
+		-printf '%f\n' | LC_ALL=C sort)
+}
+
+# Split the TAP $1 of a run into DIR $2: head (the lines before the first
+# test) and <test>.tap, each test's lines from its runner's first line to
+# its "ok"/"not ok" line.
+split_tap() {
+	awk -v dir="$2" '
+		/^# overriding timeout/ || /^# selftests: / {
+			if (!intest) { intest = 1; buf = "" } }
+		!intest { print > (dir "/head"); next }
+		{ buf = buf $0 "\n" }
+		/^(not )?ok [0-9]+ selftests: / {
+			name = $0; sub(/.*selftests: [^ ]*: /, "", name)
+			sub(/ .*/, "", name)
+			printf "%s", buf > (dir "/" name ".tap"); close(dir "/" name ".tap")
+			intest = 0 }' "$1"
+	[ -f "$2/head" ] || : > "$2/head"
+}
+
+# A column's TAP from the kept TAP of each of its tests (files $3...),
+# numbered in order, after the head $2; into $1.
+join_tap() {
+	local out=$1 head=$2
+
+	shift 2
+	{
+		awk -v n=$# '/^1\.\.[0-9]+$/ { print "1.." n; next } { print }' "$head"
+		awk 'FNR == 1 { i++ }
+		     /^(not )?ok [0-9]+ selftests: / { sub(/ok [0-9]+ /, "ok " i " ") }
+		     { print }' "$@"
+	} > "$out"
+}
+
+# Per validation kernel's column, with --reuse: $taps/<col>.keys, a line
+# "<test> <key>" per test; the column is kept whole when every test's
+# TAP is in DIR, else $taps/<col>.only lists the tests to run.
 if [ -n "$reuse" ]; then
-	mkdir -p "$reuse"
 	common=$(inputs_common)
 	for col in "${columns[@]}"; do
 		[ ! -f "$taps/$col.tap" ] && [ -n "${image[$col]+x}" ] || continue
-		rm -f "$taps/$col.reused" "$taps/$col.key"
-		key=$(column_key "$col")
-		if [ -f "$reuse/$col.$key.tap" ]; then
-			cp "$reuse/$col.$key.tap" "$taps/$col.tap"
+		rm -f "$taps/$col.reused" "$taps/$col.keys" "$taps/$col.only"
+		mkdir -p "$reuse/$col"
+		base=$(column_inputs "$col" | sha256sum | cut -c1-32)
+		bdir=$(build_of "$col")
+		only=()
+		kept=()
+		while read -r t; do
+			key=$( (echo "$base"; sha256sum < "$bdir/$t") | sha256sum | cut -c1-32)
+			echo "$t $key" >> "$taps/$col.keys"
+			if [ -f "$reuse/$col/$t.$key.tap" ]; then
+				kept+=("$reuse/$col/$t.$key.tap")
+			else
+				only+=("$t")
+			fi
+		done < <(tests_of "$bdir")
+		echo "$((${#kept[@]})) $(wc -l < "$taps/$col.keys")" > "$taps/$col.reused"
+		if [ ${#only[@]} = 0 ] && [ -f "$reuse/$col/head" ]; then
+			join_tap "$taps/$col.tap" "$reuse/$col/head" "${kept[@]}"
 			echo "- 0" > "$taps/$col.secs"
-			echo "$key" > "$taps/$col.reused"
 		else
-			echo "$key" > "$taps/$col.key"
+			echo "${only[*]}" > "$taps/$col.only"
 		fi
 	done
 fi
+
+# With --reuse, after a run of column $1 that ended: keep each test's TAP
+# in DIR, and make the column's TAP of every test's, kept or run.
+keep_and_join() {
+	local col=$1 t key parts=() split
+
+	split=$(mktemp -d "${TMPDIR:-/tmp}/run-kernels.XXXXXX")
+	split_tap "$taps/$col.tap" "$split"
+	cp "$split/head" "$reuse/$col/head"
+	while read -r t key; do
+		if [ -f "$split/$t.tap" ]; then
+			rm -f "$reuse/$col/$t".*.tap
+			cp "$split/$t.tap" "$reuse/$col/$t.$key.tap"
+		fi
+		parts+=("$reuse/$col/$t.$key.tap")
+	done < "$taps/$col.keys"
+	rm -rf "$split"
+	for t in "${parts[@]}"; do
+		[ -f "$t" ] || return 0
+	done
+	join_tap "$taps/$col.tap" "$reuse/$col/head" "${parts[@]}"
+}
 
 # One column: fetch (Debian's), run, keep; its stderr in $taps/<col>.log.
 run_column() {
 	local col=$1 t0 fetch=- suite=- rc=0 patches kernel err
 	local -a kargs=()
 
-	rm -f "$taps/$col.tap.failed" "$taps/$col.err" "$taps/$col.reused"
+	rm -f "$taps/$col.tap.failed" "$taps/$col.err"
+	[ -f "$taps/$col.only" ] || rm -f "$taps/$col.reused"
 	: > "$taps/$col.log"
 	t0=$EPOCHSECONDS
 	if [[ $col == v7.3* ]] && [ -z "${image[$col]+x}" ]; then
@@ -222,6 +299,8 @@ run_column() {
 	if [ "$rc" != 0 ]; then
 		: > "$taps/$col.tap.part"
 	elif [ ${#kargs[@]} -gt 0 ]; then
+		[ ! -f "$taps/$col.only" ] ||
+			kargs+=(--env "RA_ONLY=$(cat "$taps/$col.only")")
 		"$here/run-vm.sh" "${kargs[@]}" --build "$(build_of "$col")" \
 			--timeout "$timeout" ${full[@]+"${full[@]}"} \
 			> "$taps/$col.tap.part" 2>> "$taps/$col.log" || rc=$?
@@ -239,10 +318,9 @@ run_column() {
 	echo "$fetch $suite" > "$taps/$col.secs"
 	if [ "$rc" -le 1 ]; then
 		mv "$taps/$col.tap.part" "$taps/$col.tap"
-		if [ -n "$reuse" ] && [ -f "$taps/$col.key" ]; then
-			rm -f "$reuse/$col".*.tap
-			cp "$taps/$col.tap" "$reuse/$col.$(cat "$taps/$col.key").tap"
-			rm -f "$taps/$col.key"
+		if [ -n "$reuse" ] && [ -f "$taps/$col.only" ]; then
+			keep_and_join "$col"
+			rm -f "$taps/$col.only"
 		fi
 	else
 		mv "$taps/$col.tap.part" "$taps/$col.tap.failed"
@@ -254,7 +332,7 @@ run_column() {
 ran=()
 for col in "${columns[@]}"; do
 	if [ -f "$taps/$col.tap" ] && [ -f "$taps/$col.reused" ]; then
-		echo "== $col: inputs unchanged, TAP reused from $reuse" >&2
+		echo "== $col: inputs of every test unchanged, TAP from $reuse" >&2
 		continue
 	elif [ -f "$taps/$col.tap" ]; then
 		echo "== $col: kept in $taps" >&2
