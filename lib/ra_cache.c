@@ -154,7 +154,8 @@ long ra_resident_pages(const void *addr, size_t len)
  * A major fault is a page cache miss in filemap_fault(): the faulting
  * task had to start the read (and any readahead) itself.
  *
- * Return: ru_majflt of RUSAGE_SELF, summed over all threads.
+ * Return: ru_majflt of RUSAGE_SELF, summed over all threads, or -1 when
+ * getrusage() fails (which it does not for RUSAGE_SELF).
  */
 long ra_majflt(void)
 {
@@ -271,7 +272,7 @@ void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
  *
  * Return: a value in 0 .. 2^24 - 1.
  */
-unsigned int ra_rand(unsigned int *seed)
+static unsigned int ra_rand(unsigned int *seed)
 {
 	*seed = *seed * 1103515245 + 12345;
 	return *seed >> 8;
@@ -412,7 +413,7 @@ unsigned long ra_isqrt(unsigned long n)
 }
 
 /**
- * ra_cachestat() - folios of a file range in the page cache, by cachestat()
+ * ra_cachestat() - pages of a file range in the page cache, by cachestat()
  * @fd: the file
  * @off: file offset of the range in bytes
  * @len: length of the range in bytes

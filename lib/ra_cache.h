@@ -17,16 +17,24 @@
 
 /*
  * MMAP_LOTSAMISS of mm/filemap.c (100 in 7.3): past this many more misses
- * than hits on a struct file, its faults get no read-around. Copied,
- * since no interface exposes it, and a contract for what programs see: a
- * reader faulting at random stops paying for windows it never uses
- * (random_reader checks exactly that). The tests use it only to size a
- * random phase that passes it (three times over or more) and bounds
- * that follow from it; a kernel that raised it past RA_RANDOM_MAX would
- * leave the state they build unreached: thp_refault checks it and skips,
- * random_reader fails (its random faults keep reading windows).
+ * than hits on a struct file, its faults get no read-around. That there
+ * is such a limit is what programs see (a reader faulting at random
+ * stops paying for windows it never uses); its value is not, and no
+ * interface exposes it: it is copied, and the tests that build a
+ * reader's state past it say so when they fail. The random phases that
+ * pass it by only 10 (RA_THRASH_FAULTS, random_reader's warm-up) stop
+ * passing it if it grows past 110, and their tests then fail as if the
+ * gate were gone; the others pass it three times over.
  */
 #define RA_MMAP_LOTSAMISS	100
+
+/*
+ * The largest folio forced THP readahead (VM_HUGEPAGE) builds, whatever
+ * the PMD size: 2 MiB since "mm: use mapping_max_folio_order() for
+ * force_thp_readahead order" (7.3), by a code comment of
+ * do_sync_mmap_readahead() that advice's madv_hugepage_2m makes a test.
+ */
+#define RA_THP_FOLIO_MAX	(2UL << 20)
 
 /* Most faults ra_random_phase() takes. */
 #define RA_RANDOM_MAX		(4 * RA_MMAP_LOTSAMISS)
@@ -56,7 +64,6 @@ size_t ra_walk_bytes(unsigned long ra_kb);
 void ra_figure(const struct ra_fs *fs, const char *what, long measured,
 	       const char *unit, long bound, const char *fmt, ...)
 	__printf(6, 7);
-unsigned int ra_rand(unsigned int *seed);
 void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
 size_t ra_slot_spot(size_t base, size_t len, size_t folio,
 		    unsigned int *seed);
@@ -85,10 +92,12 @@ void ra_drop_range(int fd, const char *map, size_t off, size_t len);
  */
 #define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
 	do {								\
-		long figure = (measured), limit = (bound);		\
+		long __ra_fig = (measured), __ra_lim = (bound);		\
 									\
-		ra_figure(fs, what, figure, unit, limit, fmt, ##__VA_ARGS__); \
-		EXPECT_LE(figure, limit) TH_LOG("suspected: %s", suspect); \
+		ra_figure(fs, what, __ra_fig, unit, __ra_lim, fmt,	\
+			  ##__VA_ARGS__);					\
+		EXPECT_LE(__ra_fig, __ra_lim)				\
+			TH_LOG("suspected: %s", suspect);		\
 	} while (0)
 
 /**
@@ -106,8 +115,10 @@ static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
 					  const char *map, unsigned int nr,
 					  size_t spacing)
 {
-	long majflt = ra_random_phase(map, nr, spacing);
+	long majflt;
 
+	ASSERT_LE(nr, (unsigned int)RA_RANDOM_MAX);
+	majflt = ra_random_phase(map, nr, spacing);
 	ASSERT_GE(majflt, 2 * (long)nr / 3)
 		TH_LOG("random faults were not page cache misses: the test proves nothing");
 }

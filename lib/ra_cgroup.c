@@ -34,7 +34,9 @@
  * changes no global setting. Why the root, not below the test's own
  * cgroup: a cgroup that holds processes (the test's does) cannot give
  * its children controllers (cgroup v2's no-internal-process rule), and
- * the root is the one cgroup exempt from it. The cgroup is removed by ra_cgroup_leave(),
+ * the root is the one cgroup exempt from it. For as long as it runs, the
+ * test is thus outside the limits (memory.max, io.max) of the job that
+ * started it. The cgroup is removed by ra_cgroup_leave(),
  * or once the process has exited, however it exits; the process is
  * killed when its parent dies (PR_SET_PDEATHSIG), so that it does not
  * outlive a job killed through the job's own cgroup.
@@ -70,12 +72,13 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 	if (!f)
 		return ra_fs_fail(fs, "reading /proc/self/cgroup");
 	rel = NULL;
-	while (fgets(self, sizeof(self), f))
+	while (fgets(self, sizeof(self), f)) {
 		if (!strncmp(self, "0::", 3)) {
 			rel = self + 3;
 			rel[strcspn(rel, "\n")] = '\0';
 			break;
 		}
+	}
 	fclose(f);
 	if (!rel)
 		return ra_fs_skip(fs, "%s", "this process is in no cgroup v2");

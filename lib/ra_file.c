@@ -36,8 +36,8 @@
  *
  * Return: 0 on success, -1 on error (errno set).
  */
-int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
-		   char *path, size_t path_len)
+static int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
+			  char *path, size_t path_len)
 {
 	int fd, ret;
 

@@ -6,10 +6,13 @@
  * is mounted over /tmp in a private mount namespace, attached to a loop
  * device with LO_FLAGS_AUTOCLEAR, formatted and mounted in that namespace.
  * When the test process exits, even by SIGKILL, the namespace goes away,
- * the mount with it, and the loop device detaches itself: nothing is left
- * behind. What a test changes outside it (read_ahead_kb of a disk of the
- * user's, a file there, a cgroup) is put back by a watcher process once
- * the test process is gone.
+ * the mount with it, and the loop device detaches itself: no mount, file
+ * or loop device is left behind. Only the free loop device's
+ * read_ahead_kb keeps a killed test's value (the teardown puts it back;
+ * attaching never lowers it), until its next user sets it. What a test
+ * changes outside it (read_ahead_kb of a disk of the user's, a file
+ * there, a cgroup) is put back by a watcher process once the test process
+ * is gone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +28,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -449,7 +453,7 @@ pid_t ra_on_exit_of_caller(const char *path, long value)
 	pid = fork();
 	if (pid == 0) {
 		dup2(pipefd[0], STDIN_FILENO);
-		close_range(STDOUT_FILENO, ~0U, 0);
+		syscall(__NR_close_range, STDOUT_FILENO, ~0U, 0);
 		setsid();
 		execl("/bin/sh", "sh", "-c", watcher_script, path,
 		      value < 0 ? NULL : num, (char *)NULL);

@@ -75,8 +75,6 @@ int ra_fs_fail(struct ra_fs *fs, const char *what);
 pid_t ra_on_exit_of_caller(const char *path, long value);
 
 /* ra_file.c: the test file */
-int ra_file_create(struct ra_fs *fs, const char *name, size_t size,
-		   char *path, size_t path_len);
 int ra_open_cold(struct ra_fs *fs, const char *path, int *fd);
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);

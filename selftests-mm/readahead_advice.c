@@ -37,13 +37,14 @@
 #define RANDOM_WINDOWS	12
 /* The in-order walk of madv_random_exec. */
 #define EXEC_WALK	(128UL << 20)
-/* The forced THP readahead folio size since 7.3, whatever the PMD. */
-#define THP_CAP		(2UL << 20)
 /* Room for two uncapped folios of 128 MiB (arm64, 64 KiB pages). */
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	4
 
 FIXTURE(advice) {
@@ -193,7 +194,13 @@ TEST_F_TIMEOUT(advice, madv_random, TIMEOUT_S)
 
 /*
  * MADV_RANDOM on a PROT_EXEC mapping: the VM_EXEC read-around, meant for
- * random access, still reads ra_pages from each fault. Measured: major
+ * random access, still reads ra_pages from each fault. The rule is a
+ * comment of do_sync_mmap_readahead() since 6.17 ("VM_EXEC case below is
+ * already intended for random access"): the exec read-around is sized
+ * for code, read at random anyway, so MADV_RANDOM, a hint that "read
+ * ahead may be less useful than normally" (madvise(2)), has nothing to
+ * take from it; a change of that rule should be a decision this test
+ * makes visible, not a side effect. Measured: major
  * faults of an in-order walk of 128 MiB. Bound: sqrt(windows * folios)
  * of the walk, 128 (64 KiB folios) to 512 (4 KiB). Healthy: one per ra
  * window, 8, 16x under or more. Broken (VM_RAND_READ stops it): one per
@@ -375,8 +382,9 @@ TEST_F_TIMEOUT(advice, fadv_normal, TIMEOUT_S)
 }
 
 /*
- * A MADV_HUGEPAGE fault reads the two THP_CAP-aligned folios of THP_CAP
- * from the fault (forced THP readahead, capped at 2 MiB in 7.3: where
+ * A MADV_HUGEPAGE fault reads the two aligned 2 MiB folios
+ * (RA_THP_FOLIO_MAX) from the fault (forced THP readahead, capped at
+ * 2 MiB in 7.3: where
  * the PMD is larger, 32 MiB on arm64 16 KiB pages and 512 MiB on 64 KiB,
  * folios of the largest page cache order would be read). Bounds: a tenth
  * of a 2 MiB folio, uncached inside the two folios and cached outside.
@@ -388,9 +396,9 @@ TEST_F_TIMEOUT(advice, fadv_normal, TIMEOUT_S)
  */
 TEST_F_TIMEOUT(advice, madv_hugepage_2m, TIMEOUT_S)
 {
-	size_t ps = self->fs.page_size, fault, start;
+	size_t ps = self->fs.page_size, thp = RA_THP_FOLIO_MAX, fault, start;
 	unsigned long pmd = read_pmd_pagesize();
-	long inside, outside, bound = THP_CAP / ps / 10;
+	long inside, outside, bound = thp / ps / 10;
 	int ret;
 
 	if (!pmd)
@@ -410,12 +418,12 @@ TEST_F_TIMEOUT(advice, madv_hugepage_2m, TIMEOUT_S)
 	 *   |----------|=========x=========|---- ... uncapped ... -|
 	 *               two 2 MiB folios
 	 */
-	fault = (128UL << 20) + 3 * (THP_CAP / 2);
-	start = fault & ~(THP_CAP - 1);
+	fault = (128UL << 20) + 3 * (thp / 2);
+	start = fault & ~(thp - 1);
 	FORCE_READ(self->map[fault]);
-	inside = ra_uncached_pages(self->fd, self->map, start, 2 * THP_CAP);
+	inside = ra_uncached_pages(self->fd, self->map, start, 2 * thp);
 	outside = ra_cached_pages(self->fd, self->map, 0, self->size) -
-		  ra_cached_pages(self->fd, self->map, start, 2 * THP_CAP);
+		  ra_cached_pages(self->fd, self->map, start, 2 * thp);
 	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, outside two 2 MiB folios",
 			 outside, "pages cached", bound,
 			 "forced THP readahead folios not capped at 2 MiB (\"mm: use mapping_max_folio_order() for force_thp_readahead order\")",

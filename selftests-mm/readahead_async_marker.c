@@ -39,7 +39,10 @@
 #define SUSPECT \
 	"read-around overtook the PG_readahead marker, async readahead found no hole within one window"
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	16
 
 FIXTURE(async_marker) {

@@ -41,7 +41,10 @@
 	"read-around not centred on a descending fault (read only ahead of it?)"
 #define PLAIN_RA_KB	16384UL
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	10
 /* The in-order and plain walks are shorter. */
 #define TIMEOUT_SHORT_S	5

@@ -33,7 +33,10 @@
 #define SUSPECT \
 	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	4
 
 FIXTURE(read_around) {

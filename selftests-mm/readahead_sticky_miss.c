@@ -53,7 +53,10 @@
 #define SUSPECT_SMALL_WINDOW \
 	SUSPECT ", or read-around puts PG_readahead on the faulting folio"
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	5
 
 FIXTURE(sticky_miss) {

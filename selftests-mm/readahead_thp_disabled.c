@@ -26,13 +26,14 @@
 #include "ra_cache.h"
 
 #define NR_PMD		8
-/* Largest folio forced THP readahead builds (do_sync_mmap_readahead()). */
-#define MAX_THP_FOLIO	(2UL << 20)
 #define RA_KB		128UL
 #define SUSPECT \
 	"do_set_pmd() maps a PMD-sized folio by a PMD where THP is disabled (no vma_thp_disabled() check)"
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	4
 
 FIXTURE(thp_disabled) {
@@ -74,7 +75,7 @@ FIXTURE_SETUP(thp_disabled)
 	self->pmd = read_pmd_pagesize();
 	if (!self->pmd)
 		SKIP(return, "transparent hugepages not available");
-	if (self->pmd > MAX_THP_FOLIO)
+	if (self->pmd > RA_THP_FOLIO_MAX)
 		SKIP(return, "PMD size %lu bytes: readahead builds no PMD-sized folio",
 		     self->pmd);
 	ret = ra_fs_setup(&self->fs, variant->fs);

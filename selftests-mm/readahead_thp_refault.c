@@ -27,9 +27,7 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-/* The forced THP readahead folio size since 7.3, whatever the PMD. */
-#define THP_CAP		(2UL << 20)
-/* Refaulted pages, one per slot of two THP_CAP folios. */
+/* Refaulted pages, one per slot of two RA_THP_FOLIO_MAX folios. */
 #define SLOTS		8
 /*
  * Faults of the random phase: even with a third of them hits, which
@@ -37,7 +35,7 @@
  * MMAP_LOTSAMISS.
  */
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS + 10)
-#define SLOT_SIZE	(2 * THP_CAP)
+#define SLOT_SIZE	(2 * RA_THP_FOLIO_MAX)
 #define RA_KB		128UL
 #define SUSPECT \
 	"forced THP readahead past MMAP_LOTSAMISS on a refault (do_sync_mmap_readahead(); the gate of \"mm: readahead: make thp readahead conditional to mmap_miss logic\")"
@@ -70,7 +68,7 @@ FIXTURE_SETUP(thp_refault)
 	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	/* At most two THP_CAP folios read per slot. */
+	/* At most two RA_THP_FOLIO_MAX folios read per slot. */
 	ret = ra_need_memory(&self->fs, SLOTS * SLOT_SIZE);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
@@ -83,7 +81,7 @@ FIXTURE_TEARDOWN(thp_refault)
 
 TEST_F_TIMEOUT(thp_refault, pageout_then_fault, TIMEOUT_S)
 {
-	size_t ps = self->fs.page_size, thp_pages = THP_CAP / ps;
+	size_t ps = self->fs.page_size, thp_pages = RA_THP_FOLIO_MAX / ps;
 	size_t folio_pages = ra_folio_size(&self->fs) / ps;
 	size_t slots_off = RANDOM_FAULTS * RA_THRASH_SPACING;
 	long read = 0, worst = 0, bound = ra_isqrt(folio_pages * thp_pages);
@@ -96,8 +94,8 @@ TEST_F_TIMEOUT(thp_refault, pageout_then_fault, TIMEOUT_S)
 	 *
 	 *   0        random region          slots_off
 	 *   |-x------x--- ... ---x------|[ slot 0 ][ slot 1 ] ... [ slot 7 ]|
-	 *     ^ RANDOM_FAULTS pages,        each THP_CAP * 2, one refault at
-	 *       through the plain mapping   THP_CAP / 2 into it
+	 *     ^ RANDOM_FAULTS pages,        each two 2 MiB folios, one
+	 *       through the plain mapping   refault 1 MiB into it
 	 */
 	self->size = slots_off + SLOTS * SLOT_SIZE;
 	ret = ra_file_map(&self->fs, self->size, RA_KB, &self->fd, &self->map);
@@ -118,7 +116,7 @@ TEST_F_TIMEOUT(thp_refault, pageout_then_fault, TIMEOUT_S)
 
 	for (i = 0; i < SLOTS; i++) {
 		size_t slot = slots_off + i * SLOT_SIZE;
-		size_t off = slot + THP_CAP / 2;
+		size_t off = slot + RA_THP_FOLIO_MAX / 2;
 		long before, n;
 
 		/*

@@ -23,7 +23,10 @@
  *   (ac35a4902374 "mm: multi-gen LRU: minimal implementation") judges a
  *   refault by its generation and needs no ballast.
  * - debugfs fault_around_bytes, when mounted: set to a page, fault-around
- *   maps nothing and the test has no hit to judge, so it skips.
+ *   maps nothing and the test has no hit to judge, so it skips; as it
+ *   does on 64 KiB pages, where the default 64 KiB is one page.
+ * The hits not refaulting as working set (workingset_restore_file) is
+ * no verdict on readahead: the test skips then, with the figures.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -45,9 +48,12 @@
 #define ACCESSES	8	/* reads that make a folio working set */
 #define FAULT_AROUND_ATTR	"/sys/kernel/debug/fault_around_bytes"
 #define SUSPECT \
-	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2)"
+	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2, or MMAP_LOTSAMISS raised past 110)"
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	6
 
 FIXTURE(thrash) {
@@ -260,9 +266,9 @@ TEST_F_TIMEOUT(thrash, refaulting_workingset, TIMEOUT_S)
 			 "%ld pages in %u rounds of 1 miss and %d hits",
 			 pages, i, HITS);
 	/* A pass means something only if the hits were working set. */
-	if (pages / i <= bound)
-		ASSERT_GE(restored, expected / 2)
-			TH_LOG("hits did not refault with PG_workingset: the test proves nothing");
+	if (pages / i <= bound && restored < expected / 2)
+		SKIP(return, "%ld of %ld hit pages refaulted as working set: no hit to judge",
+		     restored, expected);
 }
 
 TEST_HARNESS_MAIN

@@ -32,7 +32,10 @@
 #define SUSPECT \
 	"mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
-/* Per case, over twice its slowest under TCG; all cases fit mm's settings timeout */
+/*
+ * Per case, over twice its slowest under TCG, so that the timeouts of the
+ * category's cases add up to less than mm's settings timeout (900 s).
+ */
 #define TIMEOUT_S	5
 
 FIXTURE(vma_boundary) {
