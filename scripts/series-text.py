@@ -231,6 +231,18 @@ and print each figure with its bound, ra_pages and folio size in one
 format. Each test then comes in a patch of its own, with the helpers it
 is the first to use. Creating the filesystem needs CAP_SYS_ADMIN
 (libcap, as mlock-random-test); without it every test skips.
+READAHEAD_TEST_DIR=<dir> runs the tests on a filesystem of the user's
+instead (one a loop device cannot give); it is the one case where a
+test changes something outside its namespace (the disk's read_ahead_kb,
+a file), and a process that waits for the test's end puts it back even
+after SIGKILL.
+
+Each case has a harness timeout of about twice its slowest run in QEMU
+under TCG, so that the timeouts of all the category's cases add up to
+less than mm's settings timeout (900 s): a hung case costs its own
+timeout, not the category's other results. A kernel far slower than
+that, as one with KASAN and lockdep emulated by TCG, times some cases
+out.
 
 No test yet: the category runs nothing."""
 
