@@ -9,7 +9,8 @@
 #   make run_tests       run them on the running kernel (needs root)
 #   make install-in-tree KDIR=<kernel tree>
 #                        copy them into tools/testing/selftests/mm of a tree
-#   make checkpatch      checkpatch.pl --strict on every C file
+#   make checkpatch      checkpatch.pl --strict on every C file and on
+#                        the patches to mm's own tests
 #   make deps            install what any target here needs (apt, no
 #                        recommends, nothing upgraded that need not be)
 #   make check           the project's own quick tests, about a minute
@@ -78,6 +79,9 @@ LINUX_SOURCE ?=
 SRC_CACHE := $(CACHE)/linux-source-$(KSFT_SERIES)
 
 TESTS := $(sort $(basename $(notdir $(wildcard $(TOP)/selftests-mm/*.c))))
+# mm's own tests that get cases of this project: selftests-mm/<test>.patch
+# applies to mm/<test>.c of the kselftest sources.
+PATCHED_TESTS := $(sort $(basename $(notdir $(wildcard $(TOP)/selftests-mm/*.patch))))
 # What every test links, and what only the tests in a cgroup of their own
 # link (those that include ra_cgroup.h), with the cgroup selftests'
 # library.
@@ -145,11 +149,12 @@ endif
 VM_UTIL_CFLAGS := -O2 -g -Wall -Werror $(KSFT_CFLAGS) $(PATH_MAP)
 
 BINS := $(addprefix $(OUTPUT)/,$(TESTS))
+PATCHED_BINS := $(addprefix $(OUTPUT)/,$(PATCHED_TESTS))
 CG_BINS := $(addprefix $(OUTPUT)/,$(CG_TESTS))
 RUNNER := $(OUTPUT)/run-suite.sh $(OUTPUT)/settings \
 	  $(addprefix $(OUTPUT)/kselftest/,runner.sh prefix.pl ktap_helpers.sh)
 
-all: $(BINS) $(RUNNER)
+all: $(BINS) $(PATCHED_BINS) $(RUNNER)
 
 $(OUTPUT)/vm_util.o: $(VM_UTIL) $(KSFT_DIR)/mm/vm_util.h $(KHDR)/linux/fs.h
 	@mkdir -p $(OUTPUT)
@@ -167,6 +172,27 @@ $(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
 
 $(CG_BINS): $(CG_LIB) $(CG_HDRS) $(OUTPUT)/cgroup_util.o
 $(CG_BINS): CFLAGS += -I $(CG_INC)
+
+# An mm test with this project's cases: its file with the patch applied
+# (as is where the patch is in already: a tree it was installed in),
+# built with mm's warnings and hugepage_settings.c, and linked with the
+# lib.
+$(OUTPUT)/%.c: $(KSFT_DIR)/mm/%.c $(TOP)/selftests-mm/%.patch
+	@mkdir -p $(OUTPUT)
+	if patch -s -R -f --dry-run -o /dev/null $< $(word 2,$^) > /dev/null 2>&1; \
+	then cp $< $@; else patch -s -o $@ $< $(word 2,$^); fi
+
+$(OUTPUT)/hugepage_settings.o: $(KSFT_DIR)/mm/hugepage_settings.c \
+			       $(KSFT_DIR)/mm/hugepage_settings.h
+	@mkdir -p $(OUTPUT)
+	$(CC) $(VM_UTIL_CFLAGS) -c -o $@ $<
+
+$(PATCHED_BINS): $(OUTPUT)/%: $(OUTPUT)/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
+		 $(OUTPUT)/hugepage_settings.o $(KSFT_DIR)/kselftest_harness.h \
+		 $(CAP_STAMP)
+	$(CC) $(VM_UTIL_CFLAGS) -I $(KSFT_DIR)/mm -I $(TOP)/lib \
+		$(if $(CAP_ROOT),-isystem $(CAP_ROOT)/usr/include) $(LDFLAGS) \
+		-o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # libcap-dev of the target architecture, extracted (once) beside the cache.
 $(CAP_STAMP):
@@ -201,6 +227,9 @@ KSFT_MEMBERS := tools/testing/selftests/kselftest.h \
 	tools/testing/selftests/kselftest/prefix.pl \
 	tools/testing/selftests/kselftest/ktap_helpers.sh \
 	tools/testing/selftests/mm/vm_util.c tools/testing/selftests/mm/vm_util.h \
+	tools/testing/selftests/mm/hugepage_settings.c \
+	tools/testing/selftests/mm/hugepage_settings.h \
+	$(addprefix tools/testing/selftests/mm/,$(addsuffix .c,$(PATCHED_TESTS))) \
 	tools/testing/selftests/cgroup/lib/cgroup_util.c \
 	tools/testing/selftests/cgroup/lib/include/cgroup_util.h \
 	tools/testing/selftests/clone3/clone3_selftests.h \
@@ -263,10 +292,12 @@ $(SRC_STAMP):
 
 $(SRC_CACHE)/usr/include/linux/fs.h $(SRC_CACHE)/scripts/checkpatch.pl: $(SRC_STAMP)
 ifneq ($(CAP_ROOT),)
-$(OUTPUT)/vm_util.o $(OUTPUT)/cgroup_util.o: $(CAP_STAMP) $(SRC_STAMP)
+$(OUTPUT)/vm_util.o $(OUTPUT)/cgroup_util.o $(OUTPUT)/hugepage_settings.o: $(CAP_STAMP) $(SRC_STAMP)
 endif
 ifeq ($(KSFT_FROM_PACKAGE),1)
 $(addprefix $(KSFT_DIR)/,kselftest_harness.h mm/vm_util.c mm/vm_util.h \
+	mm/hugepage_settings.c mm/hugepage_settings.h \
+	$(addprefix mm/,$(addsuffix .c,$(PATCHED_TESTS))) \
 	cgroup/lib/cgroup_util.c cgroup/lib/include/cgroup_util.h \
 	kselftest/runner.sh kselftest/prefix.pl kselftest/ktap_helpers.sh): $(SRC_STAMP)
 endif
@@ -277,6 +308,8 @@ CHECKPATCH ?= $(firstword $(wildcard $(KSFT_DIR)/../../../scripts/checkpatch.pl)
 checkpatch: $(CHECKPATCH)
 	perl $(CHECKPATCH) --no-tree --strict --terse --show-types \
 		-f $(TOP)/selftests-mm/*.c $(TOP)/lib/*.[ch]
+	$(if $(PATCHED_TESTS),perl $(CHECKPATCH) --no-tree --strict --terse \
+		--show-types --no-signoff $(TOP)/selftests-mm/*.patch)
 	@echo "checkpatch: clean"
 
 run_tests: all

@@ -2,15 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Put the readahead selftests into tools/testing/selftests/mm of a kernel
-# tree, in the layout that tree uses. Every selftests-mm/*.c is a test.
+# tree, in the layout that tree uses. Every selftests-mm/*.c is a test,
+# and every selftests-mm/<test>.patch the cases of mm's own <test>.c.
 #
 #   install-in-tree.sh <kernel tree>
 #
 # RA_TESTS="name ..." installs only those tests (names of selftests-mm/*.c
-# without .c); RA_TESTS="" installs the helpers and the category alone.
+# or *.patch without the suffix); RA_TESTS="" installs the helpers and
+# the category alone.
 #
 # What changes in the tree's mm directory:
-#   - the tests and lib/*.[ch] are copied in;
+#   - the tests and lib/*.[ch] are copied in; a patch is applied to the
+#     tree (unless it is in already), and its test linked with the lib
+#     (Makefile) and run in its category with its cases only
+#     (run_vmtests.sh: prctl_thp_disable in "thp");
 #   - Makefile: before the TEST_PROGS lines, READAHEAD_TESTS is every
 #     readahead_*.c but READAHEAD_CGROUP_TESTS, the tests that include
 #     ra_cgroup.h (thrash), each listed at its sorted place; both go into
@@ -50,14 +55,23 @@ if [ -n "${RA_TESTS+set}" ]; then
 	# shellcheck disable=SC2086 # a list of names
 	tests=$(printf "%s\n" $RA_TESTS | LC_ALL=C sort)
 else
-	tests=$(cd "$top/selftests-mm" && printf '%s\n' *.c | sed 's/\.c$//' | LC_ALL=C sort)
+	tests=$(cd "$top/selftests-mm" && printf '%s\n' *.c *.patch |
+		sed 's/\.c$//; s/\.patch$//' | LC_ALL=C sort)
 fi
+patched=
 for t in $tests; do
-	if [ ! -f "$top/selftests-mm/$t.c" ]; then
-		echo "$0: no test selftests-mm/$t.c" >&2
+	if [ -f "$top/selftests-mm/$t.c" ]; then
+		cp "$top/selftests-mm/$t.c" "$mm/"
+	elif [ -f "$top/selftests-mm/$t.patch" ]; then
+		patch -s -R -f --dry-run -d "$1" -p1 < "$top/selftests-mm/$t.patch" \
+			> /dev/null 2>&1 ||
+			patch -s -f -d "$1" -p1 --no-backup-if-mismatch \
+				< "$top/selftests-mm/$t.patch"
+		patched+=" $t"
+	else
+		echo "$0: no test selftests-mm/$t.c or $t.patch" >&2
 		exit 2
 	fi
-	cp "$top/selftests-mm/$t.c" "$mm/"
 done
 cp "$top"/lib/*.[ch] "$mm/"
 # What every test links: the lib's .c files but the cgroup part, which
@@ -167,6 +181,25 @@ if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
 	add_after_last '^\$\(READAHEAD_CGROUP_BINS\): CFLAGS' \
 		'$(READAHEAD_CGROUP_BINS): ra_cgroup.c $(selfdir)/cgroup/lib/cgroup_util.c' "$mk"
 fi
+
+# mm's tests with this project's cases: linked with the lib as the
+# readahead tests are, and run with those cases only, after the last run
+# line of their category.
+for t in $patched; do
+	add_after_last '^\$\(READAHEAD_BINS\): LDLIBS' "\$(OUTPUT)/$t: $lib_c" "$mk"
+	add_after_last "^\\\$\\(OUTPUT\\)/$t: ra_" "\$(OUTPUT)/$t: LDLIBS += -lcap" "$mk"
+	case $t in
+	prctl_thp_disable) cat=thp run="./$t -f prctl_thp_disable_file" ;;
+	esac
+	line="CATEGORY=\"$cat\" run_test $run"
+	grep -qxF "$line" "$mm/run_vmtests.sh" ||
+		LINE=$line CAT=$cat awk '{ l[NR] = $0 }
+			index($0, "CATEGORY=\"" ENVIRON["CAT"] "\" run_test") == 1 { last = NR }
+			END { if (!last) exit 1
+			      for (i = 1; i <= NR; i++) { print l[i]
+				if (i == last) print ENVIRON["LINE"] } }' \
+			"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
+done
 
 # 7.x: one ksft_<category>.sh wrapper per category in TEST_PROGS.
 if grep -q '^TEST_PROGS += ksft_' "$mm/Makefile"; then

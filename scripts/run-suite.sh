@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run every readahead selftest in this script's directory through the
-# kselftest runner and print its TAP; RA_ONLY="readahead_x ..." runs
-# those only. Exits 1 when a test failed; 129, 130, 143 on SIGHUP,
-# SIGINT, SIGTERM.
+# kselftest runner and print its TAP: the readahead_* binaries, and of
+# mm's tests with this project's cases (selftests-mm/*.patch) those
+# cases only; RA_ONLY="readahead_x ..." runs those only. Exits 1 when a
+# test failed; 129, 130, 143 on SIGHUP, SIGINT, SIGTERM.
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
 cd "$BASE_DIR" || exit 1
@@ -23,11 +24,16 @@ trap 'rm -f "$out"' EXIT
 trap 'rm -f "$out"; exit 129' HUP
 trap 'rm -f "$out"; exit 130' INT
 trap 'rm -f "$out"; exit 143' TERM
+# prctl_thp_disable: its prctl_thp_disable_file fixture (the runner's
+# per-test arguments).
+KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
+export KSELFTEST_PRCTL_THP_DISABLE_ARGS
 if [ -n "${RA_ONLY:-}" ]; then
 	# shellcheck disable=SC2086 # a list of names
 	set -- $(printf './%s\n' $RA_ONLY)
 else
 	set -- ./readahead_*
+	[ ! -x ./prctl_thp_disable ] || set -- "$@" ./prctl_thp_disable
 fi
 run_many "$@" | tee "$out"
 ! grep -q '^not ok' "$out"

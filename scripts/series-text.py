@@ -42,7 +42,12 @@ def wrap(text, indent=''):
 
 def head_comment(path):
     """The first comment of a source file, without its ' * ' prefixes."""
-    lines = open(path).read().split('\n')
+    return first_comment(open(path).read())
+
+
+def first_comment(text):
+    """The first comment of C text, without its ' * ' prefixes."""
+    lines = text.split('\n')
     out, inside = [], False
     for line in lines:
         if not inside:
@@ -201,6 +206,9 @@ def figure_table(cases, good_cols, bad_cols):
 
 
 def run_line(name):
+    if sp.patched(name):
+        return wrap('To run them, as root, in tools/testing/selftests/mm: '
+                    './%s -f %s.' % (name, sp.fixture_of(name)))
     return wrap('To run it, as root, in tools/testing/selftests/mm: ./%s '
                 '(-l lists its cases, -r FIXTURE.VARIANT.TEST runs one).'
                 % name)
@@ -258,7 +266,12 @@ def test_changelog(name, series, variants=None, extends=False):
     cols, rows = sp.table()
     base = sp.base_columns(cols)
     _, fix, patches, _ = plan_of(series)
-    comment = head_comment(os.path.join(TOP, 'selftests-mm', name + '.c'))
+    if sp.patched(name):
+        # mm's own test: the comment over the cases its patch adds.
+        comment = first_comment(sp.source(name))
+    else:
+        comment = head_comment(os.path.join(TOP, 'selftests-mm',
+                                            name + '.c'))
     title = comment[0].rstrip('.') if comment else name
     first_cases = []
     for t, v in sp.plan()[0][0][3]:
@@ -276,6 +289,13 @@ def test_changelog(name, series, variants=None, extends=False):
                 if name.endswith('read_around') else
                 wrap('%s came with the variants that pass on 7.3. Add the '
                      'others: %s.' % (name, ', '.join(vs)))]
+    elif sp.patched(name):
+        subject = 'selftests/mm: %s: add %s cases' % (name,
+                                                      sp.fixture_of(name))
+        body = [reflow(comment), '', wrap(
+            'They use the readahead category\'s helpers for a filesystem '
+            'of their own. run_vmtests.sh has not run %s so far: it now '
+            'runs these cases, in the thp category.' % name)]
     else:
         subject = 'selftests/mm: add %s test' % name
         tail = subject_tail(title)

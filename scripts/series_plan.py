@@ -16,10 +16,11 @@
                                  without a test, the lib has what every
                                  test uses (the category's patch)
   series_plan.py timeouts SETTINGS
-                                 the harness timeouts of every case added
-                                 up, and the timeout of SETTINGS (mm's
-                                 settings file): "SUM LIMIT", exit 1 when
-                                 the sum is above
+                                 the harness timeouts of every case of
+                                 the readahead category added up, and the
+                                 timeout of SETTINGS (mm's settings
+                                 file): "SUM LIMIT", exit 1 when the sum
+                                 is above
   series_plan.py verdicts        the check of each series' verdicts in
                                  verdicts/expected.tsv; prints one line
                                  per problem and exits 1 on any
@@ -93,13 +94,26 @@ def fix_columns(fix, cols):
             c[:-len(change) - 1] in base]
 
 
+def patched(name):
+    """True for mm's own test with this project's cases:
+    selftests-mm/<name>.patch."""
+    return os.path.exists(os.path.join(TOP, 'selftests-mm', name + '.patch'))
+
+
 def source(name):
-    return open(os.path.join(TOP, 'selftests-mm', name + '.c')).read()
+    """A test's source; of a patched mm test, the lines its patch adds."""
+    d = os.path.join(TOP, 'selftests-mm')
+    if not patched(name):
+        return open(os.path.join(d, name + '.c')).read()
+    return '\n'.join(ln[1:] for ln in open(os.path.join(d, name + '.patch'))
+                     .read().split('\n')
+                     if ln.startswith('+') and not ln.startswith('+++'))
 
 
 def test_names():
     d = os.path.join(TOP, 'selftests-mm')
-    return sorted(f[:-2] for f in os.listdir(d) if f.endswith('.c'))
+    return sorted(f.rsplit('.', 1)[0] for f in os.listdir(d)
+                  if f.endswith('.c') or f.endswith('.patch'))
 
 
 def fixture_of(name):
@@ -403,7 +417,15 @@ def stage(dest, specs):
     roots = set()
     for t, v in chosen.items():
         text = slice_test(t, v)
-        open(os.path.join(dest, 'selftests-mm', t + '.c'), 'w').write(text)
+        if patched(t):
+            if v is not None:
+                sys.exit('%s: the variants of a patched mm test cannot be '
+                         'split' % t)
+            shutil.copy2(os.path.join(TOP, 'selftests-mm', t + '.patch'),
+                         os.path.join(dest, 'selftests-mm'))
+        else:
+            open(os.path.join(dest, 'selftests-mm', t + '.c'),
+                 'w').write(text)
         roots |= set(IDENT.findall(strip_code(text)))
     libs = lib_units()
     every, common = set(), None
@@ -475,7 +497,8 @@ def timeouts(settings):
     limit = int(re.search(r'^timeout=(\d+)', open(settings).read(),
                           re.M).group(1))
     total = 0
-    for name in test_names():
+    # A patched mm test runs in its own category, not in readahead's.
+    for name in (n for n in test_names() if not patched(n)):
         text = strip_code(source(name))
         macros = dict(re.findall(r'^#define\s+(\w+)\s+(\d+)\s*$', text,
                                  re.M))

@@ -165,8 +165,9 @@ column_inputs() {
 
 	echo "$common"
 	sha256sum < "${image[$col]}"
-	(cd "$(build_of "$col")" && find . -type f ! -name 'readahead_*' \
-		! -name '*.o' -print0 | sort -z | xargs -0 sha256sum)
+	(cd "$(build_of "$col")" && find . -type f ! -name '*.o' ! -name '*.c' \
+		! -path './readahead_*' ! -path './prctl_thp_disable' -print0 |
+		sort -z | xargs -0 sha256sum)
 	case $col in
 	*-arm64*)
 		root=$("$here/guest-root.sh" arm64) &&
@@ -175,9 +176,11 @@ column_inputs() {
 	esac
 }
 
-# The tests of a build: its readahead_* executables.
+# The tests of a build: its readahead_* executables, and mm's tests with
+# this project's cases (run-suite.sh).
 tests_of() {
-	(cd "$1" && find . -maxdepth 1 -name 'readahead_*' -type f -perm -u+x \
+	(cd "$1" && find . -maxdepth 1 -type f -perm -u+x \
+		\( -name 'readahead_*' -o -name prctl_thp_disable \) \
 		-printf '%f\n' | LC_ALL=C sort)
 }
 
