@@ -162,7 +162,7 @@ cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
 add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
 add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$every" "$mk"
 for t in $tests; do
-	grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" || continue
+	[ -f "$top/selftests-mm/$t.c" ] && grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" || continue
 	if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
 		add_sorted READAHEAD_CGROUP_TESTS "$t" "$mk"
 	else

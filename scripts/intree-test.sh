@@ -4,7 +4,9 @@
 # The tests as a kernel tree's CI runs them: a fresh linux-source-7.3
 # tree, install-in-tree, the kselftest build and install of mm (what
 # KernelCI packs for its test machines), then in QEMU on a 7.3 kernel
-# "run_kselftest.sh -t mm:ksft_readahead.sh" from that install. Checks
+# "run_kselftest.sh -t mm:ksft_readahead.sh" from that install, and the
+# cases of mm's prctl_thp_disable (selftests-mm/*.patch; run_vmtests.sh
+# runs them in the thp category, which is far longer). Checks
 # that the tree builds our files without a warning, that the TAP has a
 # line for every test of the verdict table, and that the verdicts match
 # the table's column for the guest kernel's series.
@@ -82,7 +84,7 @@ if ! nice -n 10 make -j3 -C "$tree/tools/testing/selftests" TARGETS=mm \
 	die "kselftest install of mm failed (see $work/build.log)"
 fi
 bad=0
-if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/build.log"; then
+if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+|prctl_thp_disable)\.[ch]:[0-9]+:[0-9]+: (warning|error)' "$work/build.log"; then
 	echo "FAIL: warnings in our files (above)"
 	bad=1
 fi
@@ -90,8 +92,8 @@ grep -qx 'mm:ksft_readahead.sh' "$work/install/kselftest-list.txt" || {
 	echo "FAIL: mm:ksft_readahead.sh is not in kselftest-list.txt"
 	bad=1
 }
-for t in "$top"/selftests-mm/*.c; do
-	t=$(basename "$t" .c)
+for t in "$top"/selftests-mm/*.c "$top"/selftests-mm/*.patch; do
+	t=$(basename "${t%.*}")
 	[ -x "$work/install/mm/$t" ] || {
 		echo "FAIL: $t is not in the install"
 		bad=1
@@ -109,13 +111,15 @@ fi
 # Run it as KernelCI does: the install directory, one collection:test.
 # shellcheck disable=SC2016 # expanded in the guest
 printf '%s\n' '#!/bin/sh' 'cd "$(dirname "$0")" || exit 1' \
-	'exec ./run_kselftest.sh -t mm:ksft_readahead.sh' > "$work/runner.sh"
+	'./run_kselftest.sh -t mm:ksft_readahead.sh' 'rc=$?' \
+	'(cd mm && ./prctl_thp_disable -f prctl_thp_disable_file)' \
+	'exit $rc' > "$work/runner.sh"
 chmod 755 "$work/runner.sh"
 set +e
 if [ "$host" = 1 ]; then
 	column=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
-	(cd "$work/install" && ./run_kselftest.sh -t mm:ksft_readahead.sh) \
-		> "$work/tap" 2>&1
+	cp "$work/runner.sh" "$work/install/ra-runner.sh"
+	"$work/install/ra-runner.sh" > "$work/tap" 2>&1
 	rc=$?
 else
 	"$top/vm/run-vm.sh" --kernel "$kernel" ${modules:+--modules "$modules"} \

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Descending readers: a mapping read from its last page to its first, as
- * memmove()/memcpy() do when they copy backwards, must still get
- * readahead, plain or with MADV_HUGEPAGE; and a fault between two cached
- * ranges must not be taken for a descending step.
+ * Descending readers: a MADV_HUGEPAGE mapping read from its last page to
+ * its first, as memmove()/memcpy() do when they copy backwards, must
+ * still get readahead; and a fault between two cached ranges must not be
+ * taken for a descending step (a plain mapping read backwards:
+ * readahead_window.c).
  * Measured: major faults of a descending walk of a MADV_HUGEPAGE mapping
  * (bound 10 per PMD; broken: mmap_miss passes MMAP_LOTSAMISS and every
- * page past the first hundred PMDs is read on its own), and of a plain
- * one (bound sqrt(half windows * folios); broken: a read-around only
- * ahead of the fault, one per folio), with an ascending MADV_SEQUENTIAL
- * walk as control; and how many of 100 PMD-sized holes between cached
- * ranges are not PMD-mapped (bound a tenth; broken: all).
- * Healthy: one fault per PMD, per half window; no hole.
+ * page past the first hundred PMDs is read on its own), with an
+ * ascending MADV_SEQUENTIAL walk as control; and how many of 100
+ * PMD-sized holes between cached ranges are not PMD-mapped (bound a
+ * tenth; broken: all).
+ * Healthy: one fault per PMD; no hole.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -37,9 +37,6 @@
 	"a fault between two cached ranges taken as a descending step, the hole read as small folios"
 #define SUSPECT_FWD \
 	"sequential readahead broken for a plain forward walk"
-#define SUSPECT_PLAIN \
-	"read-around not centred on a descending fault (read only ahead of it?)"
-#define PLAIN_RA_KB	16384UL
 
 /*
  * Per case, over twice its slowest under TCG, so that the timeouts of the
@@ -68,19 +65,13 @@ FIXTURE_VARIANT_ADD(descending, xfs_64k) { .fs = &ra_xfs_64k };
 FIXTURE_SETUP(descending)
 {
 	int ret = ra_fs_setup(&self->fs, variant->fs);
-	size_t need;
 
 	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	/*
-	 * Walks at RA_KB, where forced THP readahead keeps up to two PMDs
-	 * ahead, or at PLAIN_RA_KB: what the larger one needs.
-	 */
-	need = ra_walk_bytes(RA_KB) + 2 * read_pmd_pagesize();
-	if (need < ra_walk_bytes(PLAIN_RA_KB))
-		need = ra_walk_bytes(PLAIN_RA_KB);
-	ret = ra_need_memory(&self->fs, need);
+	/* Walks at RA_KB; forced THP readahead keeps up to two PMDs ahead. */
+	ret = ra_need_memory(&self->fs, ra_walk_bytes(RA_KB) +
+			     2 * read_pmd_pagesize());
 	ra_ready(_metadata, ret, &self->fs);
 }
 
@@ -179,47 +170,6 @@ TEST_F_TIMEOUT(descending, ascending_control, TIMEOUT_SHORT_S)
 			 walk.majflt, "major faults", bound, SUSPECT_FWD,
 			 "after %zu of %zu pages", walk.touched,
 			 self->size / ps);
-	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
-}
-
-/*
- * A plain mapping (no advice) read backwards: each fault below what is
- * cached reads the window centred on it, half of it new, so the walk
- * takes one major fault per half window. Measured: major faults of a
- * descending walk of 128 MiB at read_ahead_kb 16 MiB. Bound: the
- * geometric mean of healthy (2 per window, 16) and broken (a window
- * read only ahead of the fault: everything above it is cached, so one
- * per folio, 2048 at 64 KiB folios to 32768 at 4 KiB): 181 to 724, 11x
- * from either side or more.
- */
-TEST_F_TIMEOUT(descending, plain_mapping, TIMEOUT_SHORT_S)
-{
-	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
-	unsigned long halves = 2 * SEQ_SIZE / (PLAIN_RA_KB * 1024);
-	long bound = ra_isqrt(halves * (SEQ_SIZE / folio));
-	struct ra_walk walk;
-	int ret;
-
-	self->size = SEQ_SIZE;
-	ret = ra_file_map(&self->fs, self->size, PLAIN_RA_KB, &self->fd,
-			  &self->map);
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
-
-	/*
-	 * Each major fault at q reads [q - ra/2, q + ra/2) and stops at the
-	 * cached folios above q; the next one is ra/2 further down:
-	 *
-	 *   |--------------|=======q=======|===============|
-	 *    not yet read   new     cached, read before
-	 *   walk  <--------------------------------------- from the last page
-	 */
-	ra_walk_pages(self->fd, self->map, 0, self->size / ps, true,
-		      ra_limit(bound), &walk);
-	RA_EXPECT_FIGURE(&self->fs, "descending walk, plain mapping",
-			 walk.majflt, "major faults", bound, SUSPECT_PLAIN,
-			 "after %zu of %zu pages, %lu half windows", walk.touched,
-			 self->size / ps, halves);
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What a reader of a plain mapping gets from read-around, wherever in the
- * file it starts.
+ * file it starts and whichever way it goes.
  * - from_start: a fault on page 0 reads one window (read_ahead_kb), no
  *   less and no more, as a fault anywhere else does: a program that
  *   reads a file's head (headers, an index) gets the window a reader of
@@ -10,6 +10,13 @@
  *   pages short or over (broken: a window cut where it meets page 0,
  *   half a window short); per window walked, sqrt(folios a window)
  *   major faults (healthy: 1 in all; broken, no readahead: one a folio).
+ * - backward: a reader walking backwards from the middle, as memmove()
+ *   and memcpy() do when they copy from the end of a mapping, takes one
+ *   major fault per half window: each fault below what is cached reads
+ *   the window around it, half of it new. Bound: sqrt(half windows *
+ *   folios walked), 181 at 4 KiB folios, 45 at 64 KiB (healthy: 4;
+ *   broken, a window read only ahead of the fault: one per folio, 8192
+ *   to 512).
  * - forward_lead: a reader walking forwards from the middle never
  *   catches up with readahead: wherever it is, the next ra_pages / 40
  *   pages are in the page cache already (read, or being read), so it
@@ -48,6 +55,8 @@
 	"a fault on page 0 reading more than one window"
 #define SUSPECT_NO_RA \
 	"no readahead for a reader starting at page 0"
+#define SUSPECT_BACK \
+	"read-around not around a descending fault (read only ahead of it?)"
 #define SUSPECT_LEAD \
 	"PG_readahead at or past the end of the window: async readahead starts when the reader is already there"
 
@@ -133,6 +142,33 @@ TEST_F_TIMEOUT(window, from_start, TIMEOUT_S)
 			 first.majflt + rest.majflt, "major faults", bound,
 			 SUSPECT_NO_RA, "after %zu of %zu pages",
 			 rest.touched + 1, npages);
+}
+
+TEST_F_TIMEOUT(window, backward, TIMEOUT_S)
+{
+	size_t npages = WALK_WINDOWS * self->ra_pages;
+	unsigned long folios = WALK_WINDOWS * self->ra / ra_folio_size(&self->fs);
+	long bound = ra_isqrt(2 * WALK_WINDOWS * folios);
+	size_t start = 2 * self->ra;
+	struct ra_walk walk;
+
+	/*
+	 * Every page from 4 ra down to 2 ra. Each major fault at q reads
+	 * [q - ra/2, q + ra/2) and stops at the cached folios above q; the
+	 * next one is half a window further down:
+	 *
+	 *   2 ra                                                4 ra
+	 *   |--------------|=======q=======|======================|
+	 *    not yet read   new     cached, read before
+	 *   <------------------------------------------------------ the reader
+	 */
+	ra_walk_pages(self->fd, self->map + start, start, npages, true,
+		      ra_limit(bound), &walk);
+	RA_EXPECT_FIGURE(&self->fs, "descending walk from the middle",
+			 walk.majflt, "major faults", bound, SUSPECT_BACK,
+			 "after %zu of %zu pages, %d half windows",
+			 walk.touched, npages, 2 * WALK_WINDOWS);
+	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
 TEST_F_TIMEOUT(window, forward_lead, TIMEOUT_S)
