@@ -415,6 +415,36 @@ or one test: cd tools/testing/selftests/mm && ./readahead_exec_mapping
 (-l lists its cases, -r FIXTURE.VARIANT.TEST runs one)."""
 
 
+# What the first series answers to questions its tests raise.
+REVIEW_NOTES = [
+    'Rules the tests pin that are not documented: the exec read-around '
+    'under MADV_RANDOM (a comment of do_sync_mmap_readahead() since 6.17, '
+    'madvise(2) making MADV_RANDOM a hint), the two folios of forced THP '
+    'readahead and their 2 MiB cap (comments there, the cap since 7.3), '
+    'MMAP_LOTSAMISS (100, copied: there is no interface; the tests say '
+    'what a change of it does to them). Each test names the comment or '
+    'commit it relies on, so that a change of the rule is a decision the '
+    'test makes visible, not a regression hidden in it.',
+    'A filesystem per case (loop device over tmpfs, mkfs, mount, in a '
+    'private mount namespace): what gives a case its block size and '
+    'read_ahead_kb without touching the disk CI runs from, and what '
+    'leaves nothing behind a killed test. READAHEAD_TEST_DIR is the one '
+    'mode that touches a disk of the user\'s, hence its watcher process.',
+    'The Makefile builds every readahead_*.c and run_vmtests.sh runs every '
+    'readahead_* binary: the series that follow, each with its fix, then '
+    'apply in any order without touching either.',
+    'Harness timeouts are per case, about twice the slowest run in QEMU '
+    'under TCG, so that all of them add up to less than mm\'s 900 s: a '
+    'hung case costs its own time. Emulated debug kernels (KASAN, '
+    'lockdep under TCG) exceed some of them.',
+    'The thrash tests need cgroup v2 with the memory or io controller at '
+    'the root (they skip otherwise), and read memcg statistics as their '
+    'headers say why; thrash_locked guards faults that wait on a folio '
+    'one after the other (its threads share a CPU), not retries racing '
+    'on many CPUs, which count as hits on 7.3 as well.',
+]
+
+
 def cover(series):
     series_list, _ = sp.plan()
     name, fix, patches, tests = plan_of(series)
@@ -448,9 +478,17 @@ def cover(series):
         out.append(wrap(text))
     out += ['', 'What each test catches:', '']
     for t, v in tests:
-        comment = head_comment(os.path.join(TOP, 'selftests-mm', t + '.c'))
+        if sp.patched(t):
+            comment = first_comment(sp.source(t))
+        else:
+            comment = head_comment(os.path.join(TOP, 'selftests-mm',
+                                                t + '.c'))
         out.append(wrap('%s: %s' % (t, first_sentence(comment)), '  ')
                    .replace('  ', '- ', 1))
+    if not fix:
+        out += ['', 'Notes for reviewers:', '']
+        out += [wrap('- ' + n, '  ').replace('  - ', '- ', 1)
+                for n in REVIEW_NOTES]
     out += ['', SHARED, '', RUN]
     return subject, '\n'.join(out)
 
