@@ -104,7 +104,7 @@ fi
 # Cross builds, as vm/run-vm.sh boots them: static, for another
 # architecture's guest.
 for arch in arm64 powerpc; do
-	if make -s ARCH=$arch all > "$work/$arch.log" 2>&1 &&
+	if make -s ARCH=$arch clean && make -s ARCH=$arch all > "$work/$arch.log" 2>&1 &&
 	   ! grep -qi warning "$work/$arch.log"; then
 		pass "build for $arch (cross, static, -Werror)"
 	else

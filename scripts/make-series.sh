@@ -328,14 +328,22 @@ for f in open(sys.argv[1]).read().split():
 [ ! -s "$work/unmaintained" ] ||
 	fail "files without their MAINTAINERS entry: $(paste -sd ' ' "$work/unmaintained")"
 
-# Each test source, in the last series that touches it, is ours.
+# Each test source, in the last series that touches it, is ours: a
+# patched mm test is 7.3's file with selftests-mm/<test>.patch applied.
 declare -A last
 for s in "${names[@]}"; do
 	while read -r t; do last[$t]=$s; done < <(series_tests "$s" | sed 's/:.*//')
 done
 for t in "${!last[@]}"; do
-	git show "${last[$t]}:$mmdir/$t.c" | cmp -s - "$top/selftests-mm/$t.c" ||
-		fail "$t.c in series ${last[$t]} differs from selftests-mm/$t.c"
+	ours=$top/selftests-mm/$t.c
+	if [ -f "$top/selftests-mm/$t.patch" ]; then
+		ours=$work/$t.c
+		git show "base:$mmdir/$t.c" > "$work/$t.c.orig"
+		patch -s -o "$ours" "$work/$t.c.orig" "$top/selftests-mm/$t.patch" ||
+			fail "selftests-mm/$t.patch does not apply to $mmdir/$t.c"
+	fi
+	git show "${last[$t]}:$mmdir/$t.c" | cmp -s - "$ours" ||
+		fail "$t.c in series ${last[$t]} differs from ${ours#"$top"/}"
 done
 
 # The verdicts each series is planned by.
@@ -367,7 +375,7 @@ if [ "$build" = 1 ] && [ "$bad" = 0 ]; then
 			grep -E 'error|Error' "$work/w1-$s.log" | head -5 >&2
 			infra "building the mm selftests of $s failed (see $work/w1-$s.log)"
 		fi
-		if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+)\.[ch]:[0-9]+:[0-9]+: (warning|error)' \
+		if grep -E '(^|/)(readahead_[a-z_0-9]*|ra_[a-z]+|prctl_thp_disable)\.[ch]:[0-9]+:[0-9]+: (warning|error)' \
 			"$work/w1-$s.log"; then
 			fail "W=1 warnings in our files of $s (above)"
 		fi
