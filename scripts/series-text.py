@@ -62,20 +62,31 @@ def first_comment(text):
 
 def reflow(lines):
     """Rewrap prose paragraphs to WIDTH; keep pictures and indented text."""
-    out, para = [], []
+    out, para, item = [], [], []
 
     def flush():
         if para:
             out.append(wrap(' '.join(para)))
             para.clear()
+        if item:
+            out.append(wrap(' '.join(item), '  ').replace('  ', '- ', 1))
+            item.clear()
     for line in lines:
         if not line.strip():
             flush()
             out.append('')
+        elif line.startswith('- '):
+            # A list item, its lines indented by two below it.
+            flush()
+            item.append(line[2:].strip())
+        elif item and re.match(r'  \S', line):
+            item.append(line.strip())
         elif line[0] in ' \t' or re.search(r'[|<>^]-*|  \S', line.strip()):
             flush()
             out.append(line.expandtabs(8))
         else:
+            if item:
+                flush()
             para.append(line.strip())
     flush()
     return '\n'.join(out).strip('\n')
@@ -176,16 +187,29 @@ def figure_table(cases, good_cols, bad_cols):
         src, note = (whole, '') if case in whole else (figs, '*')
         cells = src.get(case, {})
 
+        # The bound of the check that passes, where one does.
+        bound = next((cells[c][3] for c in good_cols if c in cells and
+                      cells[c][1] == 'ok' and cells[c][3]), None)
+        if bound is None:
+            bound = next((b for (e, s, f, b) in cells.values() if b), None)
+        if bound is None:
+            continue
+
         def span(cs, want):
-            v = [cells[c][2] for c in cs if c in cells and
-                 cells[c][1] == want and cells[c][2] is not None]
+            got = [cells[c] for c in cs if c in cells and
+                   cells[c][1] == want and cells[c][2] is not None]
+            # The figures against the bound shown; else those of another
+            # check of the case (or another page size), with theirs.
+            same = [f for (e, s, f, b) in got if b == bound]
+            other = {b for (e, s, f, b) in got}
+            v = same or [f for (e, s, f, b) in got]
             if not v:
                 return '-'
             lo, hi = min(v), max(v)
-            return str(lo) if lo == hi else '%d-%d' % (lo, hi)
-        bound = next((b for (e, s, f, b) in cells.values() if b), None)
-        if bound is None:
-            continue
+            text = str(lo) if lo == hi else '%d-%d' % (lo, hi)
+            if not same and len(other) == 1:
+                text += '/%d' % other.pop()
+            return text
         out.append((case, bound, span(good_cols, 'ok'),
                     span(bad_cols, 'FAIL'), note))
     if not out:
@@ -200,8 +224,12 @@ def figure_table(cases, good_cols, bad_cols):
     fmt = '  %%-%ds %%6s %%8s %%10s%%s' % width
     lines = [fmt % (head, 'bound', 'healthy', 'broken', '')]
     lines += [fmt % r for r in out]
+    if any('/' in r[2] + r[3] for r in out):
+        lines.append('  n/b: a figure of another check of the case, '
+                     'against its own bound b')
     if any(r[4] for r in out):
-        lines.append('  * the walk stopped once past its bound')
+        lines.append('  * the early-stop run: a walk stops once past its '
+                     'bound')
     return lines
 
 
@@ -361,7 +389,7 @@ def test_changelog(name, series, variants=None, extends=False):
     if fig:
         body += ['', wrap('Figures, in the unit of each case (bound; '
                           'lowest and highest where it passes and where '
-                          'it fails, whole walks):'), ''] + fig
+                          'it fails):'), ''] + fig
     body += ['', run_line(name)]
     return subject, '\n'.join(body)
 
