@@ -181,11 +181,13 @@ def subject_of(patch):
 
 def figure_table(cases, good_cols, bad_cols):
     """Per case: bound, figures where it passes and where it fails."""
-    figs, whole = results()
+    # The kill matrix's table, written with the tests as they are (the
+    # whole-figure one may be older).
+    figs, _ = results()
     out = []
     for case in cases:
-        src, note = (whole, '') if case in whole else (figs, '*')
-        cells = src.get(case, {})
+        note = ''
+        cells = figs.get(case, {})
 
         # The bound of the check that passes, where one does.
         bound = next((cells[c][3] for c in good_cols if c in cells and
@@ -227,9 +229,6 @@ def figure_table(cases, good_cols, bad_cols):
     if any('/' in r[2] + r[3] for r in out):
         lines.append('  n/b: a figure of another check of the case, '
                      'against its own bound b')
-    if any(r[4] for r in out):
-        lines.append('  * the early-stop run: a walk stops once past its '
-                     'bound')
     return lines
 
 
@@ -258,8 +257,9 @@ The helpers every such test uses, which mm's vm_util lacks, come with
 it: ra_fs.[ch] give a test a filesystem of its own, so that its block
 size and read_ahead_kb are its own and the disk the tests run from is
 left alone (a sparse image on a private tmpfs, on a loop device with
-LO_FLAGS_AUTOCLEAR, mounted in a private mount namespace, so that
-nothing is left behind even when the test is killed), check that the
+LO_FLAGS_AUTOCLEAR, mounted in a private mount namespace, so that no
+mount, file or loop device is left behind even when the test is
+killed), check that the
 memory a test needs is available, and set read_ahead_kb and put it back;
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
@@ -358,8 +358,11 @@ def test_changelog(name, series, variants=None, extends=False):
                 if all(rows[c].get(b) in ('ok', 'skip') for c in cases)]
         text = 'It passes on 7.3 (%s)' % machines(seen)
         if skips:
-            text += '; some cases skip on %s, for the reason they print' \
-                % ', '.join(skips)
+            every = {machine(b) for b in base
+                     if all(rows[c].get(b) == 'skip' for c in cases)}
+            text += '; %s skip on %s, for the reason they print' % (
+                'they' if set(skips) <= every else 'some cases',
+                ', '.join(skips))
         text += '.'
         breaking = [c for c in cols if c.startswith('v7.3+') and
                     c not in ('v7.3+fixes',) and
@@ -371,7 +374,8 @@ def test_changelog(name, series, variants=None, extends=False):
         for c in breaking:
             own = [ptch for ptch in confs.get(c, []) if ptch not in fixed]
             for ptch in own or confs.get(c, []):
-                subj = subject_of(ptch)
+                # Versions of one change are one change to a reader.
+                subj = re.sub(r' \(v\d+\)$', '', subject_of(ptch))
                 if subj not in changes:
                     changes.append(subj)
         old = released(cases, rows, cols)
@@ -389,7 +393,8 @@ def test_changelog(name, series, variants=None, extends=False):
     if fig:
         body += ['', wrap('Figures, in the unit of each case (bound; '
                           'lowest and highest where it passes and where '
-                          'it fails):'), ''] + fig
+                          'it fails, where a walk stops once past its '
+                          'bound):'), ''] + fig
     body += ['', run_line(name)]
     return subject, '\n'.join(body)
 
@@ -449,15 +454,18 @@ REVIEW_NOTES = [
     'under MADV_RANDOM (a comment of do_sync_mmap_readahead() since 6.17, '
     'madvise(2) making MADV_RANDOM a hint), the two folios of forced THP '
     'readahead and their 2 MiB cap (comments there, the cap since 7.3), '
-    'MMAP_LOTSAMISS (100, copied: there is no interface; the tests say '
-    'what a change of it does to them). Each test names the comment or '
+    'MMAP_LOTSAMISS (100, copied: there is no interface; the random '
+    'phases that pass it by 10 fail if it grows past 110, and their '
+    'failure lines name it). Each test names the comment or '
     'commit it relies on, so that a change of the rule is a decision the '
     'test makes visible, not a regression hidden in it.',
     'A filesystem per case (loop device over tmpfs, mkfs, mount, in a '
     'private mount namespace): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
-    'leaves nothing behind a killed test. READAHEAD_TEST_DIR is the one '
-    'mode that touches a disk of the user\'s, hence its watcher process.',
+    'leaves no mount, file or loop device behind a killed test (the free '
+    'loop device keeps its read_ahead_kb until its next user sets it). '
+    'READAHEAD_TEST_DIR is the one mode that touches a disk of the '
+    'user\'s, hence its watcher process.',
     'The Makefile builds every readahead_*.c and run_vmtests.sh runs every '
     'readahead_* binary: the series that follow, each with its fix, then '
     'apply in any order without touching either.',

@@ -19,19 +19,19 @@
  *   to 512).
  * - forward_lead: a reader walking forwards from the middle never
  *   catches up with readahead: wherever it is, the next ra_pages / 40
- *   pages are in the page cache already (read, or being read), so it
- *   never waits for a read it could have been spared. Measured without
+ *   pages are in the page cache already (read, or being read): their
+ *   reads were issued before the reader needed them. Measured without
  *   a clock: at each page touched, whether the pages ahead are present.
  *   Bound: ra_pages / 400 pages touched with less ahead (healthy: none
  *   on any page size, readahead staying a quarter window or more ahead,
  *   ten times the lead asked for; broken, the next read started only at
  *   a window's last page: the lead, 102 pages at 4 KiB, 25 at 16 KiB, 6
  *   at 64 KiB, where the bound rounds down to 0).
- * Both count pages being read as present, as cachestat() does; without
- * it (before 6.5, or CONFIG_CACHESTAT_SYSCALL=n) mincore() counts only
- * pages read, a stricter probe that could only add pages still in
- * flight to a healthy kernel's figure: none were seen there (6.1, and
- * the kill matrix's minimal 7.3 kernels, which lack the syscall).
+ * from_start and forward_lead count pages under read as present, as
+ * cachestat() does; without it (before 6.5, CONFIG_CACHESTAT_SYSCALL=n)
+ * mincore() counts only pages read, a stricter probe that could only
+ * add pages still in flight to a healthy kernel's figure: none were
+ * seen there (6.1, and 7.3 built without the syscall).
  * read_ahead_kb 16 MiB: ra_pages 4096 at 4 KiB pages, 256 at 64 KiB.
  */
 #define _GNU_SOURCE
