@@ -229,9 +229,9 @@ size_t ra_walk_bytes(unsigned long ra_kb)
  * page cache left behind forces direct reclaim, under which readahead's
  * folio allocations (__GFP_NORETRY) fail and reads are cut short, which
  * shows up as major faults no readahead bug caused. Readahead and
- * fault-around only ever look at and read pages ahead of the walk,
- * within a window of at most read_ahead_kb: what is dropped lies behind
- * it and is never touched again.
+ * fault-around read within a window of read_ahead_kb around the walk
+ * (at most 32 MiB keeps it clear of what is dropped): what is dropped
+ * lies behind it and is never touched again.
  */
 void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 		   bool backwards, long limit, struct ra_walk *walk)
@@ -328,9 +328,9 @@ size_t ra_slot_spot(size_t base, size_t len, size_t folio,
  *
  * Touches page 0, @spacing, 2 * @spacing, ... of @map in the order
  * ra_shuffle() gives for seed 12345. Each touch is a page cache miss that
- * do_sync_mmap_readahead() counts in file->f_ra.mmap_miss, so that with
- * @nr above MMAP_LOTSAMISS the counter passes the limit. Prints the major
- * faults taken.
+ * do_sync_mmap_readahead() counts in file->f_ra.mmap_miss (but on a
+ * VM_EXEC mapping), so that with @nr above MMAP_LOTSAMISS the counter
+ * passes the limit. Prints the major faults taken.
  *
  * Return: the major faults taken, or -1 when @nr is above
  * RA_RANDOM_MAX.

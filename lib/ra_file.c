@@ -29,8 +29,8 @@
  * @path_len: size of @path in bytes
  *
  * The file is a hole from start to end: readahead, folio allocation and
- * fault accounting treat it exactly like written data, and no test
- * depends on disk speed or disk space. In a directory of the user's
+ * fault accounting treat it as data (a hole is read with no bio), and no
+ * test depends on disk speed or disk space. In a directory of the user's
  * (READAHEAD_TEST_DIR) it is removed when the caller dies, however it
  * dies.
  *
