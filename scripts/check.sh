@@ -30,10 +30,14 @@
 #                              suite in QEMU on Debian's 6.12, 6.18 and 7.3
 #                              kernels, its arm64 7.3 with 16 KiB pages and
 #                              ppc64el 7.2 with 64 KiB pages, each against
-#                              its debian-* column, and on 7.3 in a 512 MiB
-#                              guest (against debian-7.3); the kill matrix
-#                              in QEMU (validation/matrix.sh, x86 and arm64
-#                              with 64 KiB pages); scripts/fresh-check.sh
+#                              its debian-* column, two at a time, and on
+#                              7.3 in a 512 MiB guest (against
+#                              debian-7.3); the kill matrix in QEMU
+#                              (validation/matrix.sh, x86 and arm64 with
+#                              64 KiB pages; a test whose binary, kernel
+#                              and guest are those of a kept run takes
+#                              its TAP: vm/run-kernels.sh --reuse);
+#                              scripts/fresh-check.sh
 #
 # In --full, RA_CHECK_INTREE=0 leaves out the in-tree run and the series,
 # RA_CHECK_DEBIAN=0 the Debian kernels and the 512 MiB guest,
