@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -196,11 +197,20 @@ TEST_F_TIMEOUT(thrash, refaulting_workingset, TIMEOUT_S)
 	size_t ballast = self->size - BALLAST, pmd = read_pmd_pagesize();
 	long bound, pages = 0, restored, expected, active;
 	unsigned int seed = 4711, i, pass, try;
+	cpu_set_t cpus;
 	char *buf;
 	int h;
 
 	if (!pmd || pmd > self->slot / 8)
 		pmd = RA_THRASH_SPACING;
+	/*
+	 * One CPU: MADV_PAGEOUT drains only its own CPU's batch of folios
+	 * on their way to the LRU, and a folio read on another CPU could
+	 * not be isolated, so it would stay cached (prepare_hits()).
+	 */
+	CPU_ZERO(&cpus);
+	CPU_SET(sched_getcpu(), &cpus);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpus), &cpus));
 	/*
 	 * On the classic LRU a refault is recent when its distance is
 	 * within the active file list of the memcg it was evicted from:
