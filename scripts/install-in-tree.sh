@@ -16,7 +16,8 @@
 #     tree (unless it is in already), and its test linked with the lib
 #     (Makefile) and run in its category with its cases only
 #     (run_vmtests.sh: prctl_thp_disable in "thp");
-#   - Makefile: before the TEST_PROGS lines, READAHEAD_TESTS is every
+#   - Makefile: the lib's headers in LOCAL_HDRS; before the TEST_PROGS
+#     lines, READAHEAD_TESTS is every
 #     readahead_*.c but READAHEAD_CGROUP_TESTS, the tests that include
 #     ra_cgroup.h (thrash), each listed at its sorted place; both go into
 #     TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
@@ -169,6 +170,9 @@ for t in $tests; do
 		add_before '^READAHEAD_TESTS := ' "READAHEAD_CGROUP_TESTS += $t" "$mk"
 	fi
 done
+# The lib's headers, so that editing one rebuilds the tests (lib.mk).
+add_after_last '^LOCAL_HDRS \+= ' \
+	'LOCAL_HDRS += $(selfdir)/mm/ra_cache.h $(selfdir)/mm/ra_fs.h' "$mk"
 add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
 set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
 	'^READAHEAD_BINS := ' "$mk"
@@ -180,6 +184,7 @@ if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
 		'$(READAHEAD_CGROUP_BINS): CFLAGS += -I$(selfdir)/cgroup/lib/include' "$mk"
 	add_after_last '^\$\(READAHEAD_CGROUP_BINS\): CFLAGS' \
 		'$(READAHEAD_CGROUP_BINS): ra_cgroup.c $(selfdir)/cgroup/lib/cgroup_util.c' "$mk"
+	add_after_last '^LOCAL_HDRS \+= ' 'LOCAL_HDRS += $(selfdir)/mm/ra_cgroup.h' "$mk"
 fi
 
 # mm's tests with this project's cases: linked with the lib as the
