@@ -104,7 +104,7 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
  * Prints "figure <what>: <measured> <unit>, bound <bound>, ra_pages <n>,
  * folio <bytes> bytes; <note>" as a TAP comment: ra_pages and the folio
  * size are the two things every bound of the suite is derived from.
- * scripts/tap-figures.awk reads this format. RA_EXPECT_FIGURE() prints
+ * Scripts that tabulate runs read this format. RA_EXPECT_FIGURE() prints
  * and checks in one step.
  */
 void ra_figure(const struct ra_fs *fs, const char *what, long measured,
