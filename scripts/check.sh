@@ -306,7 +306,7 @@ if [ "$full" = 1 ] && [ "${RA_CHECK_MATRIX:-1}" = 1 ]; then
 	start=$(date +%s)
 	if validation/matrix.sh --validation \
 		> "$work/matrix.log" 2>&1; then
-		pass "kill $(tail -n 1 "$work/matrix.log" | sed 's/^matrix: //; s/)$//'), $(( $(date +%s) - start )) s)"
+		pass "kill matrix: $(tail -n 1 "$work/matrix.log" | sed 's/^matrix: //; s/)$//'), $(( $(date +%s) - start )) s)"
 	else
 		fail "kill matrix"; grep -E 'DIFFERS|no TAP|unknown|error|build' "$work/matrix.log" | head -20
 		tail -3 "$work/matrix.log"
