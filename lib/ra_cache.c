@@ -56,7 +56,7 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 {
 	struct cachestat_range range = { 0, size };
 	struct cachestat cs = { 0 };
-	long resident = 0;
+	long resident = -1;
 	int round, err;
 	void *p;
 
@@ -64,11 +64,14 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 	if (p == MAP_FAILED)
 		return ra_fs_fail(fs, "mapping the file to see its page cache");
 	for (round = 0; round < RA_DROP_ROUNDS; round++) {
-		if (round && (fdatasync(fd) || syncfs(fd)))
+		if (round && (fdatasync(fd) || syncfs(fd))) {
+			resident = -1;
 			break;
+		}
 		err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		if (err) {
 			errno = err;
+			resident = -1;
 			break;
 		}
 		resident = ra_resident_pages(p, size);
@@ -79,7 +82,7 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 	munmap(p, size);
 	if (!resident)
 		return 0;
-	if (resident < 0 || round < RA_DROP_ROUNDS) {
+	if (resident < 0) {
 		errno = err;
 		return ra_fs_fail(fs, "dropping the file from the page cache");
 	}

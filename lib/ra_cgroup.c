@@ -54,7 +54,7 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 
 	memset(cg, 0, sizeof(*cg));
 	if (cg_find_unified_root(root, sizeof(cg->root), NULL))
-		return ra_fs_skip(fs, "%s", "no cgroup v2 hierarchy mounted");
+		return ra_fs_skip(fs, "no cgroup v2 hierarchy mounted");
 	if (cg_read_strstr(root, "cgroup.controllers", controller)) {
 		snprintf(fs->why, sizeof(fs->why),
 			 "no %s controller in cgroup v2 at %s (bound to a v1 hierarchy?)",
@@ -81,7 +81,7 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 	}
 	fclose(f);
 	if (!rel)
-		return ra_fs_skip(fs, "%s", "this process is in no cgroup v2");
+		return ra_fs_skip(fs, "this process is in no cgroup v2");
 	snprintf(cg->home, sizeof(cg->home), "%s%s", root,
 		 strcmp(rel, "/") ? rel : "");
 	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d", root,
@@ -99,7 +99,7 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 
 		cg->path[0] = '\0';
 		if (err == EACCES || err == EPERM || err == EROFS)
-			return ra_fs_skip(fs, "%s", "cgroup v2 root not writable");
+			return ra_fs_skip(fs, "cgroup v2 root not writable");
 		errno = err;
 		return ra_fs_fail(fs, "creating a cgroup");
 	}
@@ -154,7 +154,7 @@ int ra_cgroup_hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
 	}
 	snprintf(path, sizeof(path), "%s/io.max", cg->path);
 	if (access(path, W_OK))
-		return ra_fs_skip(fs, "%s", "kernel without blk-throttle: no io.max");
+		return ra_fs_skip(fs, "kernel without blk-throttle: no io.max");
 	snprintf(buf, sizeof(buf), "%s rbps=%s", cg->dev, hold ? "1" : "max");
 	if (cg_write(cg->path, "io.max", buf))
 		return ra_fs_fail(fs, hold ? "holding reads in io.max" :

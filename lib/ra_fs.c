@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,14 +54,17 @@ static size_t mem_available(void);
 /**
  * ra_fs_skip() - give the reason a test skips
  * @fs: filesystem state; @fs->why gets the reason
- * @fmt: printf format of the reason, with at most one %s
- * @arg: the string of @fmt's %s
+ * @fmt: printf format of the reason, with its arguments
  *
  * Return: KSFT_SKIP.
  */
-int ra_fs_skip(struct ra_fs *fs, const char *fmt, const char *arg)
+int ra_fs_skip(struct ra_fs *fs, const char *fmt, ...)
 {
-	snprintf(fs->why, sizeof(fs->why), fmt, arg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(fs->why, sizeof(fs->why), fmt, ap);
+	va_end(ap);
 	return KSFT_SKIP;
 }
 
@@ -161,9 +165,10 @@ static void find_sysfs_ra(struct ra_fs *fs, dev_t dev)
 
 /*
  * Use the directory named by READAHEAD_TEST_DIR instead of a new fs. Only
- * the variant that matches its filesystem runs there (filesystems other
- * than XFS count as ext4), so that no result is reported twice or under
- * a block size it did not have.
+ * the variant that matches its filesystem and block size runs there, so
+ * that no result is reported twice or under a filesystem or block size
+ * it did not have; on a filesystem other than ext4 and XFS every variant
+ * skips.
  */
 static int fs_use_dir(struct ra_fs *fs, const char *dir,
 		      const struct ra_fs_kind *kind)
@@ -180,7 +185,13 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
 		return ra_fs_skip(fs, "%s is on tmpfs/ramfs, which has no readahead",
 				  dir);
-	type = sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "ext4";
+	if (sfs.f_type == XFS_SUPER_MAGIC)
+		type = "xfs";
+	else if (sfs.f_type == EXT4_SUPER_MAGIC)
+		type = "ext4";
+	else
+		return ra_fs_skip(fs, "%s: filesystem magic %#lx, not ext4 or XFS",
+				  dir, (unsigned long)sfs.f_type);
 	bsize = sfs.f_bsize;
 	if (strcmp(type, kind->type) || bsize != kind->block_size)
 		return ra_fs_skip(fs, "%s: only the variant of its filesystem runs",
@@ -300,7 +311,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	unsigned long block_size = kind->block_size;
 	const char *env = getenv(RA_ENV_DIR), *type = kind->type;
 	char img[RA_PATH_LEN], dev[32], opts_buf[64];
-	int img_fd, loop_fd, ret;
+	int img_fd, loop_fd = -1, ret;
 	const char *opts;
 
 	memset(fs, 0, sizeof(*fs));
@@ -311,9 +322,9 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = block_size;
 	if (!have_cap_sys_admin())
-		return ra_fs_skip(fs, "%s", "needs CAP_SYS_ADMIN to create a loop filesystem");
+		return ra_fs_skip(fs, "needs CAP_SYS_ADMIN to create a loop filesystem");
 	if (!in_initial_userns())
-		return ra_fs_skip(fs, "%s",
+		return ra_fs_skip(fs,
 				  "in a user namespace: a loop filesystem needs CAP_SYS_ADMIN in the initial one");
 
 	if (unshare(CLONE_NEWNS))
@@ -324,7 +335,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	 */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 		if (errno == EINVAL)
-			return ra_fs_skip(fs, "%s",
+			return ra_fs_skip(fs,
 					  "/ is no mount point (chroot?): mounts cannot be private");
 		return ra_fs_fail(fs, "making mounts private");
 	}
@@ -416,13 +427,14 @@ void ra_fs_teardown(struct ra_fs *fs)
 /*
  * What the watcher of ra_on_exit_of_caller() runs, as "sh -c": wait for
  * the end of its standard input, then write $1 into $0, or with no $1
- * remove $0, a file or an empty directory (a cgroup empties a little
- * after its last process has died).
+ * remove $0, a file or an empty directory. A cgroup empties a little
+ * after its last process has died (longer on a loaded or emulated
+ * machine): rmdir is retried while it fails, for up to 30 s.
  */
 static const char watcher_script[] =
 	"while read -r _; do :; done; "
 	"if [ $# -ge 1 ]; then echo \"$1\" > \"$0\"; exit; fi; "
-	"i=0; while [ -d \"$0\" ] && ! rmdir \"$0\" 2>/dev/null && [ $i -lt 100 ]; "
+	"i=0; while [ -d \"$0\" ] && ! rmdir \"$0\" 2>/dev/null && [ $i -lt 3000 ]; "
 	"do sleep 0.01; i=$((i + 1)); done; rm -f \"$0\"";
 
 /**

@@ -70,7 +70,7 @@ void ra_restore_read_ahead_kb(struct ra_fs *fs);
 unsigned long ra_pages(const struct ra_fs *fs);
 unsigned long ra_folio_size(const struct ra_fs *fs);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);
-int ra_fs_skip(struct ra_fs *fs, const char *fmt, const char *arg);
+int ra_fs_skip(struct ra_fs *fs, const char *fmt, ...) __printf(2, 3);
 int ra_fs_fail(struct ra_fs *fs, const char *what);
 pid_t ra_on_exit_of_caller(const char *path, long value);
 

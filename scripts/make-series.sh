@@ -22,8 +22,7 @@
 # to ours; the mm selftests of each series built with W=1
 # warnings, none in our files, and every test of the series built; the
 # verdicts each series is planned by (series_plan.py verdicts); no
-# internal configuration name in any patch or cover letter; the harness
-# timeouts of all cases together within the tree's mm/settings timeout.
+# internal configuration name in any patch or cover letter.
 #
 #   scripts/make-series.sh [--out DIR] [--keep DIR] [--no-build]
 #
@@ -350,12 +349,6 @@ done
 "$top/scripts/series_plan.py" verdicts > "$work/verdicts.log" ||
 	fail "verdicts: $(paste -sd ';' "$work/verdicts.log")"
 
-# Every case's harness timeout, added up, within what the kselftest
-# runner gives the category (mm's settings).
-read -r tsum tmax < <("$top/scripts/series_plan.py" timeouts "$tree/$mmdir/settings" || true)
-[ "$tsum" -le "$tmax" ] ||
-	fail "harness timeouts add up to $tsum s, over mm's settings timeout of $tmax s"
-
 # The mm selftests of each series with the kernel's W=1 warnings
 # (scripts/Makefile.warn: W=1 on top of what every build has) for every
 # file; none may be in ours. The first series builds all of mm; a fix
@@ -386,7 +379,7 @@ if [ "$build" = 1 ] && [ "$bad" = 0 ]; then
 fi
 
 if [ "$bad" = 0 ]; then
-	echo "series: ${#names[@]} series ($summary patches, each with a cover letter) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first, and stacked in order)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names, timeouts ${tsum} of ${tmax} s: pass"
+	echo "series: ${#names[@]} series ($summary patches, each with a cover letter) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first, and stacked in order)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names: pass"
 else
 	echo "series: fail${keep:+ (kept in $keep)}"
 fi

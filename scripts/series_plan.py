@@ -15,12 +15,6 @@
                                  functions, types and macros they use;
                                  without a test, the lib has what every
                                  test uses (the category's patch)
-  series_plan.py timeouts SETTINGS
-                                 the harness timeouts of every case of
-                                 the readahead category added up, and the
-                                 timeout of SETTINGS (mm's settings
-                                 file): "SUM LIMIT", exit 1 when the sum
-                                 is above
   series_plan.py verdicts        the check of each series' verdicts in
                                  verdicts/expected.tsv; prints one line
                                  per problem and exits 1 on any
@@ -491,25 +485,6 @@ def verdict_problems():
     return problems
 
 
-def timeouts(settings):
-    """Sum of the harness timeouts of every case, against the timeout of
-    mm's settings file (what the kselftest runner gives the category)."""
-    limit = int(re.search(r'^timeout=(\d+)', open(settings).read(),
-                          re.M).group(1))
-    total = 0
-    # A patched mm test runs in its own category, not in readahead's.
-    for name in (n for n in test_names() if not patched(n)):
-        text = strip_code(source(name))
-        macros = dict(re.findall(r'^#define\s+(\w+)\s+(\d+)\s*$', text,
-                                 re.M))
-        nvar = max(1, len(variants_of(name)))
-        for m in re.finditer(r'^TEST_F(_TIMEOUT)?\(\w+,\s*\w+(?:,\s*(\w+))?\)',
-                             text, re.M):
-            t = m.group(2) if m.group(1) else '30'
-            total += nvar * int(macros.get(t, t))
-    return total, limit
-
-
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -526,10 +501,6 @@ def main():
             print('problem %s' % p)
     elif cmd == 'stage' and len(sys.argv) >= 3:
         stage(sys.argv[2], sys.argv[3:])
-    elif cmd == 'timeouts' and len(sys.argv) == 3:
-        total, limit = timeouts(sys.argv[2])
-        print('%d %d' % (total, limit))
-        sys.exit(0 if total <= limit else 1)
     elif cmd == 'verdicts':
         problems = verdict_problems()
         for p in problems:

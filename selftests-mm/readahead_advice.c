@@ -41,12 +41,6 @@
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
 
-/*
- * Per case, over twice its slowest under TCG, so that the timeouts of the
- * category's cases add up to less than mm's settings timeout (900 s).
- */
-#define TIMEOUT_S	4
-
 FIXTURE(advice) {
 	struct ra_fs fs;
 	int fd;
@@ -129,7 +123,7 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
  * pages) or more. The marker: bound ra_pages / 20 read past the window,
  * healthy none, broken half a window or more of async readahead, 10x over.
  */
-TEST_F_TIMEOUT(advice, madv_random, TIMEOUT_S)
+TEST_F(advice, madv_random)
 {
 	size_t ps = self->fs.page_size, probe, win, past_off;
 	long cached, bound, past;
@@ -206,7 +200,7 @@ TEST_F_TIMEOUT(advice, madv_random, TIMEOUT_S)
  * window, 8, 16x under or more. Broken (VM_RAND_READ stops it): one per
  * folio, 16x over or more.
  */
-TEST_F_TIMEOUT(advice, madv_random_exec, TIMEOUT_S)
+TEST_F(advice, madv_random_exec)
 {
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
@@ -274,7 +268,7 @@ static void willneed(struct __test_metadata *_metadata, struct ra_fs *fs,
 			 "file of %d ra windows", FILE_WINDOWS);
 }
 
-TEST_F_TIMEOUT(advice, madv_willneed, TIMEOUT_S)
+TEST_F(advice, madv_willneed)
 {
 	char *vma;
 	int ret;
@@ -291,7 +285,7 @@ TEST_F_TIMEOUT(advice, madv_willneed, TIMEOUT_S)
 	munmap(vma, 2 * self->ra);
 }
 
-TEST_F_TIMEOUT(advice, fadv_willneed, TIMEOUT_S)
+TEST_F(advice, fadv_willneed)
 {
 	int ret;
 
@@ -343,7 +337,7 @@ static long window_pages(struct __test_metadata *_metadata,
  * reads that window. Bound: ra_pages / 10 short of 2 * ra_pages.
  * Healthy: none short. Broken (no doubling): ra_pages short, 10x over.
  */
-TEST_F_TIMEOUT(advice, fadv_sequential, TIMEOUT_S)
+TEST_F(advice, fadv_sequential)
 {
 	long pages;
 
@@ -364,7 +358,7 @@ TEST_F_TIMEOUT(advice, fadv_sequential, TIMEOUT_S)
  * (the doubled window kept): ra_pages beyond, 10x over. At least
  * ra_pages - ra_pages / 10 must be read, or there is no window to test.
  */
-TEST_F_TIMEOUT(advice, fadv_normal, TIMEOUT_S)
+TEST_F(advice, fadv_normal)
 {
 	long pages;
 
@@ -394,7 +388,7 @@ TEST_F_TIMEOUT(advice, fadv_normal, TIMEOUT_S)
  * instead, 4 MiB less 128 KiB uncached, 19x over. On x86-64 the cap is
  * the PMD: only the second breakage can show there.
  */
-TEST_F_TIMEOUT(advice, madv_hugepage_2m, TIMEOUT_S)
+TEST_F(advice, madv_hugepage_2m)
 {
 	size_t ps = self->fs.page_size, thp = RA_THP_FOLIO_MAX, fault, start;
 	unsigned long pmd = read_pmd_pagesize();

@@ -33,12 +33,6 @@
 #define SUSPECT \
 	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
 
-/*
- * Per case, over twice its slowest under TCG, so that the timeouts of the
- * category's cases add up to less than mm's settings timeout (900 s).
- */
-#define TIMEOUT_S	4
-
 FIXTURE(read_around) {
 	struct ra_fs fs;
 	int fd;
@@ -65,21 +59,21 @@ FIXTURE_VARIANT(read_around) {
 
 #define DEFAULT_RA_KB	128UL
 
-FIXTURE_VARIANT_ADD(read_around, ext4_4k_win4) { &ra_ext4_4k, 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_win4) { &ra_xfs_4k, 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_win4) { &ra_xfs_16k, 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_win4) { &ra_xfs_32k, 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_win4) { &ra_xfs_64k, 4 };
-FIXTURE_VARIANT_ADD(read_around, ext4_4k_win3) { &ra_ext4_4k, 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_win3) { &ra_xfs_4k, 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_win3) { &ra_xfs_16k, 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_win3) { &ra_xfs_32k, 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_win3) { &ra_xfs_64k, 3 };
-FIXTURE_VARIANT_ADD(read_around, ext4_4k_default) { &ra_ext4_4k, 0 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_default) { &ra_xfs_4k, 0 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_default) { &ra_xfs_16k, 0 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_default) { &ra_xfs_32k, 0 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_default) { &ra_xfs_64k, 0 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_win4) { .fs = &ra_ext4_4k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_win4) { .fs = &ra_xfs_4k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_win4) { .fs = &ra_xfs_16k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_win4) { .fs = &ra_xfs_32k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_win4) { .fs = &ra_xfs_64k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_win3) { .fs = &ra_ext4_4k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_win3) { .fs = &ra_xfs_4k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_win3) { .fs = &ra_xfs_16k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_win3) { .fs = &ra_xfs_32k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_win3) { .fs = &ra_xfs_64k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, ext4_4k_default) { .fs = &ra_ext4_4k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_default) { .fs = &ra_xfs_4k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_default) { .fs = &ra_xfs_16k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_default) { .fs = &ra_xfs_32k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_default) { .fs = &ra_xfs_64k, .folios = 0 };
 
 FIXTURE_SETUP(read_around)
 {
@@ -119,7 +113,7 @@ FIXTURE_TEARDOWN(read_around)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(read_around, cold_in_order, TIMEOUT_S)
+TEST_F(read_around, cold_in_order)
 {
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;

@@ -53,12 +53,6 @@
 #define SUSPECT_SMALL_WINDOW \
 	SUSPECT ", or read-around puts PG_readahead on the faulting folio"
 
-/*
- * Per case, over twice its slowest under TCG, so that the timeouts of the
- * category's cases add up to less than mm's settings timeout (900 s).
- */
-#define TIMEOUT_S	5
-
 FIXTURE(sticky_miss) {
 	struct ra_fs fs;
 	int fd;
@@ -74,13 +68,13 @@ FIXTURE_VARIANT(sticky_miss) {
 	unsigned long ra_kb;	/* read_ahead_kb of the whole test */
 };
 
-FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k) { &ra_ext4_4k, WIDE_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, xfs_4k) { &ra_xfs_4k, WIDE_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k) { &ra_xfs_16k, WIDE_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k) { &ra_xfs_64k, WIDE_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k_default) { &ra_ext4_4k, DEFAULT_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k_default) { &ra_xfs_16k, DEFAULT_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k_default) { &ra_xfs_64k, DEFAULT_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k) { .fs = &ra_ext4_4k, .ra_kb = WIDE_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_4k) { .fs = &ra_xfs_4k, .ra_kb = WIDE_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k) { .fs = &ra_xfs_16k, .ra_kb = WIDE_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k) { .fs = &ra_xfs_64k, .ra_kb = WIDE_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k_default) { .fs = &ra_ext4_4k, .ra_kb = DEFAULT_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k_default) { .fs = &ra_xfs_16k, .ra_kb = DEFAULT_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k_default) { .fs = &ra_xfs_64k, .ra_kb = DEFAULT_KB };
 
 FIXTURE_SETUP(sticky_miss)
 {
@@ -174,7 +168,7 @@ static int widen_window(struct ra_fs *fs, int fd)
 #define FMT_NOT_JUDGED \
 	"not judged by design: %s take one fault per window when healthy, and a window of %lu folios (under %d) cannot tell that from one per folio"
 
-TEST_F_TIMEOUT(sticky_miss, sequential_after_random, TIMEOUT_S)
+TEST_F(sticky_miss, sequential_after_random)
 {
 	size_t ps = self->fs.page_size;
 	struct ra_walk walk;
@@ -209,7 +203,7 @@ static void *read_range(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(sticky_miss, threads_after_random, TIMEOUT_S)
+TEST_F(sticky_miss, threads_after_random)
 {
 	size_t ps = self->fs.page_size, per = SEQ_SIZE / THREADS;
 	struct reader readers[THREADS];
@@ -276,7 +270,7 @@ static int direct_sink(const struct ra_fs *fs)
 	return sink;
 }
 
-TEST_F_TIMEOUT(sticky_miss, gup_after_random, TIMEOUT_S)
+TEST_F(sticky_miss, gup_after_random)
 {
 	size_t chunk = GUP_CHUNK, done;
 	long start, majflt = 0, bound = self->bound;

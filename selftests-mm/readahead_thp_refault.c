@@ -40,9 +40,6 @@
 #define SUSPECT \
 	"forced THP readahead past MMAP_LOTSAMISS on a refault (do_sync_mmap_readahead(); the gate of \"mm: readahead: make thp readahead conditional to mmap_miss logic\")"
 
-/* Over twice its slowest under TCG; all cases fit mm's settings timeout */
-#define TIMEOUT_S	4
-
 FIXTURE(thp_refault) {
 	struct ra_fs fs;
 	int fd;
@@ -79,7 +76,7 @@ FIXTURE_TEARDOWN(thp_refault)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(thp_refault, pageout_then_fault, TIMEOUT_S)
+TEST_F(thp_refault, pageout_then_fault)
 {
 	size_t ps = self->fs.page_size, thp_pages = RA_THP_FOLIO_MAX / ps;
 	size_t folio_pages = ra_folio_size(&self->fs) / ps;

@@ -51,12 +51,6 @@
 #define SUSPECT \
 	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2, or MMAP_LOTSAMISS raised past 110)"
 
-/*
- * Per case, over twice its slowest under TCG, so that the timeouts of the
- * category's cases add up to less than mm's settings timeout (900 s).
- */
-#define TIMEOUT_S	6
-
 FIXTURE(thrash) {
 	struct ra_fs fs;
 	struct ra_cgroup cg;
@@ -191,7 +185,7 @@ static void prepare_hits(struct __test_metadata *_metadata, int fd,
  *
  * Healthy: one miss, no hit counted. Broken: three hits for one miss.
  */
-TEST_F_TIMEOUT(thrash, refaulting_workingset, TIMEOUT_S)
+TEST_F(thrash, refaulting_workingset)
 {
 	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
 	size_t ballast = self->size - BALLAST, pmd = read_pmd_pagesize();

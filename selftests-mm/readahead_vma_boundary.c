@@ -32,12 +32,6 @@
 #define SUSPECT \
 	"mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
-/*
- * Per case, over twice its slowest under TCG, so that the timeouts of the
- * category's cases add up to less than mm's settings timeout (900 s).
- */
-#define TIMEOUT_S	5
-
 FIXTURE(vma_boundary) {
 	struct ra_fs fs;
 	int fd;
@@ -91,7 +85,7 @@ static long read_plane(int fd, size_t off, size_t len, size_t ps, long limit)
 	return walk.majflt;
 }
 
-TEST_F_TIMEOUT(vma_boundary, per_frame_mmaps, TIMEOUT_S)
+TEST_F(vma_boundary, per_frame_mmaps)
 {
 	const size_t planes[] = { LUMA_SIZE, CHROMA_SIZE, CHROMA_SIZE };
 	size_t ps = self->fs.page_size, off = 0;
@@ -133,7 +127,7 @@ TEST_F_TIMEOUT(vma_boundary, per_frame_mmaps, TIMEOUT_S)
 	ASSERT_LE(1, total) TH_LOG("no major fault: the file was not cold");
 }
 
-TEST_F_TIMEOUT(vma_boundary, mprotect_split, TIMEOUT_S)
+TEST_F(vma_boundary, mprotect_split)
 {
 	size_t ps = self->fs.page_size;
 	/* A tenth of a fault per VMA: 12 for 128 chunks. */

@@ -60,12 +60,6 @@
 #define SUSPECT_LEAD \
 	"PG_readahead at or past the end of the window: async readahead starts when the reader is already there"
 
-/*
- * Per case, over twice its slowest under TCG, so that the timeouts of the
- * category's cases add up to less than mm's settings timeout (900 s).
- */
-#define TIMEOUT_S	4
-
 FIXTURE(window) {
 	struct ra_fs fs;
 	int fd;
@@ -111,7 +105,7 @@ FIXTURE_TEARDOWN(window)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-TEST_F_TIMEOUT(window, from_start, TIMEOUT_S)
+TEST_F(window, from_start)
 {
 	size_t ps = self->fs.page_size, npages = WALK_WINDOWS * self->ra_pages;
 	unsigned long folios = self->ra / ra_folio_size(&self->fs);
@@ -144,7 +138,7 @@ TEST_F_TIMEOUT(window, from_start, TIMEOUT_S)
 			 rest.touched + 1, npages);
 }
 
-TEST_F_TIMEOUT(window, backward, TIMEOUT_S)
+TEST_F(window, backward)
 {
 	size_t npages = WALK_WINDOWS * self->ra_pages;
 	unsigned long folios = WALK_WINDOWS * self->ra / ra_folio_size(&self->fs);
@@ -171,7 +165,7 @@ TEST_F_TIMEOUT(window, backward, TIMEOUT_S)
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
-TEST_F_TIMEOUT(window, forward_lead, TIMEOUT_S)
+TEST_F(window, forward_lead)
 {
 	size_t ps = self->fs.page_size, start = 4 * self->ra;
 	size_t npages = WALK_WINDOWS * self->ra_pages, i;

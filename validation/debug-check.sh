@@ -27,10 +27,11 @@
 # (default 7200); RA_STRESS_SECS, stress-ng's seconds per filesystem
 # (default 60); RA_KERNEL_JOBS as for build-kernel.sh.
 #
-# Under KASAN and lockdep in TCG every case runs several times slower, and
-# the harness's per-case timeouts (twice a case's slowest plain TCG run)
-# end many: they are counted (timeout), as FAILs and skips are, and judge
-# nothing; the suite has only to run to its end. The checks are the
+# Under KASAN and lockdep in TCG every case runs several times slower; the
+# harness's per-case timeouts (30 s, or ten times a case's slowest plain
+# TCG run) are sized for that. A case that still times out is counted
+# (timeout), as FAILs and skips are, and judges nothing here; the suite
+# has only to run to its end. The checks are the
 # console, no line of a checker's report (BUG:, WARNING:, kernel BUG at,
 # Oops, general protection fault, list corruption, lockdep's
 # DEBUG_LOCKS_WARN_ON and non-static key, UBSAN:, Kernel panic) in either
