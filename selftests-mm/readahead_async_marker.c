@@ -37,7 +37,7 @@
 #define SKIPPED		(64UL << 20)
 #define TAIL		4	/* pieces: read-around and two windows ahead */
 #define SUSPECT \
-	"read-around overtook the PG_readahead marker, async readahead found no hole within one window"
+	"read-around overtook the PG_readahead marker, async readahead found no hole within one window (since 901a269ff3d5 \"filemap: fix page_cache_next_miss() when no hole found\", 6.11)"
 
 /*
  * Ten times the case's slowest run in QEMU under TCG, which is past the
