@@ -13,7 +13,7 @@
 #                        the patches to mm's own tests
 #   make deps            install what any target here needs (apt, no
 #                        recommends, nothing upgraded that need not be)
-#   make check           the project's own quick tests, about a minute
+#   make check           the project's own quick tests, one to three minutes
 #                        (needs root)
 #   make check-full      all of them, what .ci/run runs: check, the
 #                        in-tree run, the series, Debian kernels and the

@@ -322,7 +322,9 @@ def test_changelog(name, series, variants=None, extends=False):
         body = [reflow(comment), '', wrap(
             'They use the readahead category\'s helpers for a filesystem '
             'of their own. run_vmtests.sh has not run %s so far: it now '
-            'runs these cases, in the thp category.' % name)]
+            'runs these cases only (-f %s), in the thp category; whether '
+            'the others join them stays their own change.' % (
+                name, sp.fixture_of(name)))]
     else:
         subject = 'selftests/mm: add %s test' % name
         tail = subject_tail(title)
@@ -351,17 +353,21 @@ def test_changelog(name, series, variants=None, extends=False):
         good_cols = fcols
         bad_cols = [c.split('+')[0] for c in fcols]
     else:
-        skips = sorted({machine(b) for b in base for c in cases
-                        if rows[c].get(b) == 'skip'})
-        seen = [b for b in base
-                if all(rows[c].get(b) in ('ok', 'skip') for c in cases)]
+        # Where every case skips, nothing passes: that machine is named
+        # among the skips only.
+        every = [b for b in base
+                 if all(rows[c].get(b) == 'skip' for c in cases)]
+        seen = [b for b in base if b not in every and
+                all(rows[c].get(b) in ('ok', 'skip') for c in cases)]
+        some = [b for b in seen
+                if any(rows[c].get(b) == 'skip' for c in cases)]
         text = 'It passes on 7.3 (%s)' % machines(seen)
-        if skips:
-            every = {machine(b) for b in base
-                     if all(rows[c].get(b) == 'skip' for c in cases)}
-            text += '; %s skip on %s, for the reason they print' % (
-                'they' if set(skips) <= every else 'some cases',
-                ', '.join(skips))
+        if some:
+            text += '; some cases skip on %s' % machines(some)
+        if every:
+            text += '; it skips on %s' % machines(every)
+        if some or every:
+            text += ', for the reason printed'
         text += '.'
         breaking = [c for c in cols if c.startswith('v7.3+') and
                     c not in ('v7.3+fixes',) and
@@ -369,14 +375,26 @@ def test_changelog(name, series, variants=None, extends=False):
         confs = dict(sp.configurations())
         # A configuration built on fixes breaks by what it adds to them.
         fixed = set(confs.get('v7.3+fixes', []))
-        changes = []
+        changes, versions = [], {}
         for c in breaking:
             own = [ptch for ptch in confs.get(c, []) if ptch not in fixed]
             for ptch in own or confs.get(c, []):
-                # Versions of one change are one change to a reader.
-                subj = re.sub(r' \(v\d+\)$', '', subject_of(ptch))
+                # Versions of one change are one change to a reader, named
+                # with the versions, so that an earlier version of a fix
+                # is not read as the fix itself.
+                subj = subject_of(ptch)
+                m = (re.search(r' \((v\d+)\)$', subj) or
+                     re.search(r'-(v\d+)\.patch$', ptch))
+                subj = re.sub(r' \(v\d+\)$', '', subj)
                 if subj not in changes:
                     changes.append(subj)
+                if m and m.group(1) not in versions.setdefault(subj, []):
+                    versions[subj].append(m.group(1))
+        changes = [c + (' (%s, %s)' % (', '.join(versions[c]),
+                                       'earlier versions'
+                                       if len(versions[c]) > 1
+                                       else 'an earlier version')
+                        if versions.get(c) else '') for c in changes]
         old = released(cases, rows, cols)
         if old:
             text += ' It fails on released kernels %s.' % ', '.join(old)

@@ -442,8 +442,10 @@ def stage(dest, specs):
     for f, (lines, us) in libs.items():
         idx = {k for g, k in keep if g == f}
         if has_api(us, idx, {k for g, k in allk if g == f}):
+            # A slice that ends where a unit was left out ends with
+            # its last kept line, not a blank one.
             open(os.path.join(dest, 'lib', f), 'w').write(
-                slice_file(lines, us, idx))
+                slice_file(lines, us, idx).rstrip('\n') + '\n')
     for f in ('config', 'run_vmtests-snippet.sh',
               'scripts/install-in-tree.sh'):
         shutil.copy2(os.path.join(TOP, f), os.path.join(dest, f))

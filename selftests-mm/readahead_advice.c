@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Readahead advice: what MADV_RANDOM, MADV_WILLNEED, POSIX_FADV_WILLNEED,
- * POSIX_FADV_SEQUENTIAL, POSIX_FADV_NORMAL and MADV_HUGEPAGE promise a
- * program that maps a cold file.
+ * Readahead advice: what MADV_RANDOM, MADV_SEQUENTIAL, MADV_NORMAL,
+ * MADV_WILLNEED, POSIX_FADV_WILLNEED, POSIX_FADV_SEQUENTIAL,
+ * POSIX_FADV_NORMAL and MADV_HUGEPAGE promise a program that maps a cold
+ * file (madvise(2), posix_fadvise(2)).
  * Measured: the pages of a file range a fault or a hint brings into the
  * page cache (cachestat(), else mincore()), inside and outside the range
  * the hint asks for, or the major faults of a walk. Bounds are in pages
- * of ra_pages (read_ahead_kb 16 MiB: 4096 pages at 4 KiB, 256 at 64 KiB)
- * and of folios, a tenth of what a broken kernel gives, where a healthy
- * one gives none of it; each test says its bound and both figures.
+ * of ra_pages (mostly read_ahead_kb 16 MiB: 4096 pages at 4 KiB, 256 at
+ * 64 KiB) and of folios, a tenth of what a broken kernel gives, where a
+ * healthy one gives none of it, or the geometric mean of healthy and
+ * broken; each test says its bound and both figures.
  * Broken: the hint ignored or misread, so that a range stays cold, a
  * window keeps the wrong size, or a random fault reads a whole window.
  * Healthy: exactly the range or window the hint stands for. Kernels
@@ -40,6 +42,16 @@
 /* Room for two uncapped folios of 128 MiB (arm64, 64 KiB pages). */
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
+/* The end of madv_hugepage_forward's walk, mapped again. */
+#define THP_TAIL	(16UL << 20)
+/*
+ * madv_sequential_after_random: random faults at the default window,
+ * then an in-order walk of SEQ_WALK at SEQ_KB.
+ */
+#define SEQ_RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
+#define SEQ_RANDOM_KB		128UL
+#define SEQ_KB			8192UL
+#define SEQ_WALK		(128UL << 20)
 
 FIXTURE(advice) {
 	struct ra_fs fs;
@@ -426,6 +438,207 @@ TEST_F(advice, madv_hugepage_2m)
 			 inside, "pages left uncached", bound,
 			 "no forced THP readahead, a plain read-around",
 			 "PMD %lu bytes", pmd);
+}
+
+/*
+ * MADV_SEQUENTIAL after random faults on the same struct file: a
+ * VM_SEQ_READ fault goes to page_cache_sync_ra() before the mmap_miss
+ * gate of do_sync_mmap_readahead(), so the advice still gets readahead
+ * once random faults have put mmap_miss past MMAP_LOTSAMISS. It is what a
+ * program that knows its next phase is sequential does (madvise(2):
+ * "expect page references in sequential order"), and the way out of a
+ * sticky mmap_miss that needs no reopen. Measured: major faults of an
+ * in-order walk of 128 MiB through a MADV_SEQUENTIAL mapping, after
+ * 3 * MMAP_LOTSAMISS random faults through a plain one. Bound:
+ * sqrt(windows * folios) of the walk, 181 (64 KiB folios) to 724 (4 KiB).
+ * Healthy: one per window, 16, 11x under or more. Broken (the advice
+ * gated by mmap_miss): one per folio, 2048 to 32768, 11x over or more.
+ */
+TEST_F(advice, madv_sequential_after_random)
+{
+	size_t ps = self->fs.page_size, spacing, seq_off;
+	struct ra_walk walk;
+	long bound;
+	char *seq;
+	int ret;
+
+	/*
+	 * One struct file, two mappings:
+	 *
+	 *   0                 random region              seq_off
+	 *   |-x------x------x--- ... ---x------|=============================|
+	 *     ^ plain mapping: single pages      ^ MADV_SEQUENTIAL mapping:
+	 *       8 windows apart at SEQ_RANDOM_KB   SEQ_WALK in order at SEQ_KB
+	 */
+	spacing = 8 * SEQ_RANDOM_KB * 1024;
+	if (spacing < 2 * self->folio)
+		spacing = 2 * self->folio;
+	seq_off = SEQ_RANDOM_FAULTS * spacing;
+	self->size = seq_off + SEQ_WALK;
+	bound = ra_isqrt(SEQ_WALK / (SEQ_KB * 1024) * (SEQ_WALK / self->folio));
+	ret = ra_need_memory(&self->fs, SEQ_RANDOM_FAULTS * SEQ_RANDOM_KB *
+			     1024 + ra_walk_bytes(SEQ_KB));
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ret = ra_file_map(&self->fs, self->size, SEQ_RANDOM_KB, &self->fd,
+			  &self->map);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ra_assert_random_phase(_metadata, self->map, SEQ_RANDOM_FAULTS, spacing);
+
+	/*
+	 * A wider window for the walk: POSIX_FADV_NORMAL copies the disk's
+	 * new ra_pages into the struct file; mmap_miss stays.
+	 */
+	ASSERT_EQ(0, ra_set_read_ahead_kb(&self->fs, SEQ_KB))
+		TH_LOG("%s", self->fs.why);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_NORMAL));
+	seq = mmap(NULL, SEQ_WALK, PROT_READ, MAP_SHARED, self->fd, seq_off);
+	ASSERT_NE(MAP_FAILED, seq);
+	ASSERT_EQ(0, madvise(seq, SEQ_WALK, MADV_SEQUENTIAL));
+	ra_walk_pages(self->fd, seq, seq_off, SEQ_WALK / ps, false,
+		      ra_limit(bound), &walk);
+	munmap(seq, SEQ_WALK);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL walk after random faults",
+			 walk.majflt, "major faults", bound,
+			 "VM_SEQ_READ faults gated by mmap_miss, which the random faults left past MMAP_LOTSAMISS",
+			 "after %zu of %lu pages, %d random faults before",
+			 walk.touched, SEQ_WALK / ps, SEQ_RANDOM_FAULTS);
+	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
+}
+
+/*
+ * MADV_SEQUENTIAL reads ahead of a fault, not around it
+ * (page_cache_sync_ra() from the faulting page): a program that starts
+ * reading a file in order from its middle gets nothing read behind its
+ * start. Measured: pages cached in the window below one cold fault at
+ * 4 ra, folio-aligned, through a MADV_SEQUENTIAL mapping. Bound:
+ * ra_pages / 20. Healthy: none. Broken (read around the fault, as
+ * without advice): ra_pages / 2, 10x over.
+ *
+ *   3 ra                 4 ra                  5 ra
+ *   |--------------------x=====================|
+ *    below: must stay     ^ the fault, then what
+ *    cold                   MADV_SEQUENTIAL reads
+ */
+TEST_F(advice, madv_sequential_ahead)
+{
+	long below, ahead;
+	int ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
+	FORCE_READ(self->map[4 * self->ra]);
+	below = ra_cached_pages(self->fd, self->map, 3 * self->ra, self->ra);
+	ahead = ra_cached_pages(self->fd, self->map, 4 * self->ra, self->ra);
+	ASSERT_LE(0, below);
+	ASSERT_LE(1, ahead) TH_LOG("nothing read: the fault did not happen");
+	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, the window below it",
+			 below, "pages cached", self->ra_pages / 20,
+			 "VM_SEQ_READ faults read around instead of ahead",
+			 "%ld pages cached in the window from the fault",
+			 ahead);
+}
+
+/*
+ * MADV_NORMAL after MADV_RANDOM gives the mapping its read-around back:
+ * madvise(2) calls it "no special treatment", and it clears VM_RAND_READ
+ * with VM_SEQ_READ. Programs switch advice between phases of their work.
+ * Measured: pages of [2 ra, 6 ra) cached by one cold fault at 4 ra after
+ * MADV_RANDOM then MADV_NORMAL, short of ra_pages. Bound: ra_pages / 10.
+ * Healthy: none short (a read-around of ra_pages). Broken (VM_RAND_READ
+ * left set): the fault's folio only, ra_pages less a folio short, 9x over
+ * or more.
+ */
+TEST_F(advice, madv_normal_after_random)
+{
+	long pages;
+	int ret;
+
+	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
+			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_NORMAL));
+	FORCE_READ(self->map[4 * self->ra]);
+	pages = ra_cached_pages(self->fd, self->map, 2 * self->ra, 4 * self->ra);
+	ASSERT_LE(1, pages) TH_LOG("nothing read: the fault did not happen");
+	RA_EXPECT_FIGURE(&self->fs, "fault after MADV_RANDOM then MADV_NORMAL",
+			 (long)self->ra_pages - pages,
+			 "pages short of ra_pages", self->ra_pages / 10,
+			 "MADV_NORMAL left VM_RAND_READ set, the fault read its folio only",
+			 "%ld pages read", pages);
+}
+
+/*
+ * Forced THP readahead stays ahead of a forward reader: a MADV_HUGEPAGE
+ * fault reads two 2 MiB folios (RA_THP_FOLIO_MAX) and marks the second
+ * with PG_readahead (async_size one folio), so that a walk reaching it
+ * starts the next pair while it reads. The two-folio read "so we get
+ * the chance to actually readahead" is a comment of
+ * do_sync_mmap_readahead(); what a program sees of it is a forward walk
+ * of a MADV_HUGEPAGE mapping that stalls once, at read_ahead_kb 128 as
+ * well as at larger windows. Measured: major faults of an in-order walk
+ * of 512 MiB. Bound: sqrt(pairs of folios walked) = 11. Healthy: 1, 11x
+ * under. Broken (the pair read unmarked, or async readahead falling back
+ * to read_ahead_kb of small folios): one per pair, 128, 11x over.
+ */
+TEST_F(advice, madv_hugepage_forward)
+{
+	size_t ps = self->fs.page_size, pairs = THP_FILE / (2 * RA_THP_FOLIO_MAX);
+	long bound = ra_isqrt(pairs), small;
+	struct ra_walk walk;
+	size_t off;
+	char *tail;
+	int ret;
+
+	if (!read_pmd_pagesize())
+		SKIP(return, "transparent hugepages not available");
+	self->size = THP_FILE;
+	ret = ra_need_memory(&self->fs, ra_walk_bytes(4 * RA_THP_FOLIO_MAX / 1024));
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ret = ra_file_prepare(&self->fs, self->size, THP_RA_KB, &self->fd);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->map = ra_map_pmd_aligned(self->fd, 0, self->size,
+				       RA_THP_FOLIO_MAX);
+	ASSERT_NE(MAP_FAILED, self->map);
+	ASSERT_EQ(0, madvise(self->map, self->size, MADV_HUGEPAGE));
+	ra_walk_pages(self->fd, self->map, 0, self->size / ps, false,
+		      ra_limit(bound), &walk);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE in-order walk", walk.majflt,
+			 "major faults", bound,
+			 "forced THP readahead sets no PG_readahead",
+			 "after %zu of %zu pages, %zu pairs of 2 MiB folios",
+			 walk.touched, self->size / ps, pairs);
+	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
+	if (walk.stopped || access("/proc/kpageflags", R_OK))
+		return;
+
+	/*
+	 * The folios async readahead read last, mapped again on their own:
+	 * they must be 2 MiB folios, PMD-mapped where the PMD is 2 MiB
+	 * (check_huge_file() reads FilePmdMapped there, kpageflags
+	 * elsewhere).
+	 */
+	tail = ra_map_pmd_aligned(self->fd, self->size - THP_TAIL, THP_TAIL,
+				  RA_THP_FOLIO_MAX);
+	ASSERT_NE(MAP_FAILED, tail);
+	ASSERT_EQ(0, madvise(tail, THP_TAIL, MADV_HUGEPAGE));
+	for (off = 0; off < THP_TAIL; off += RA_THP_FOLIO_MAX)
+		FORCE_READ(tail[off]);
+	small = !check_huge_file(tail, THP_TAIL, THP_TAIL / RA_THP_FOLIO_MAX,
+				 RA_THP_FOLIO_MAX);
+	munmap(tail, THP_TAIL);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE in-order walk, its last 16 MiB",
+			 small, "not all in 2 MiB folios", 0,
+			 "async readahead after forced THP readahead falls back to folios of read_ahead_kb",
+			 "PMD %lu bytes", read_pmd_pagesize());
 }
 
 TEST_HARNESS_MAIN

@@ -37,10 +37,10 @@
 #define SKIPPED		(64UL << 20)
 #define TAIL		4	/* pieces: read-around and two windows ahead */
 #define SUSPECT \
-	"read-around overtook the PG_readahead marker, async readahead found no hole within one window"
+	"read-around overtook the PG_readahead marker, async readahead found no hole within one window (since 901a269ff3d5 \"filemap: fix page_cache_next_miss() when no hole found\", 6.11)"
 
 /*
- * Ten times the case's slowest run in QEMU under TCG, which is past the
+ * At least ten times the case's slowest run in QEMU under TCG, past the
  * harness's default of 30 s: time for a debug kernel (KASAN, lockdep)
  * under emulation.
  */

@@ -39,7 +39,7 @@
 	"sequential readahead broken for a plain forward walk"
 
 /*
- * Ten times the case's slowest run in QEMU under TCG, which is past the
+ * At least ten times the case's slowest run in QEMU under TCG, past the
  * harness's default of 30 s: time for a debug kernel (KASAN, lockdep)
  * under emulation.
  */

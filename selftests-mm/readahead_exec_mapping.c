@@ -36,7 +36,7 @@
 	"VM_EXEC faults gated by mmap_miss, which random faults left above MMAP_LOTSAMISS (no exec bypass)"
 
 /*
- * Ten times the case's slowest run in QEMU under TCG, which is past the
+ * At least ten times the case's slowest run in QEMU under TCG, past the
  * harness's default of 30 s: time for a debug kernel (KASAN, lockdep)
  * under emulation.
  */

@@ -141,9 +141,9 @@ struct reader {
 };
 
 /*
- * restart_costs walks four patterns: ten times its slowest run in QEMU
- * under TCG, past the harness's default of 30 s, so that a debug kernel
- * (KASAN, lockdep) under emulation has the time.
+ * restart_costs walks four patterns: at least ten times its slowest run
+ * in QEMU under TCG, past the harness's default of 30 s, so that a debug
+ * kernel (KASAN, lockdep) under emulation has the time.
  */
 #define RESTART_COSTS_TIMEOUT_S	50
 

@@ -31,7 +31,7 @@
 #define REGION_OFF	(8UL << 20)
 #define REGION_SIZE	(64UL << 20)
 #define SUSPECT \
-	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts"
+	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts (every released kernel: min folios since 26cfdb395eef \"readahead: allocate folios with mapping_min_order in readahead\", windows under four pages always)"
 
 FIXTURE(read_around) {
 	struct ra_fs fs;

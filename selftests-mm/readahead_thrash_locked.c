@@ -52,7 +52,7 @@ struct faulter {
 };
 
 /*
- * Ten times the case's slowest run in QEMU under TCG, which is past the
+ * At least ten times the case's slowest run in QEMU under TCG, past the
  * harness's default of 30 s: time for a debug kernel (KASAN, lockdep)
  * under emulation.
  */
