@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Readahead under a memory limit smaller than its window: an in-order
+ * reader of a mapping, in a memory cgroup whose memory.max is a quarter
+ * of one ra window, reads the file to its end and is not OOM-killed.
+ * Readahead allocates with __GFP_NORETRY (readahead_gfp_mask()): a
+ * folio the cgroup cannot charge after one reclaim pass ends the
+ * readahead, which submits what it has ("mm/readahead: break read-ahead
+ * loop if filemap_add_folio return -ENOMEM", 0fd44ab213bc, 2024), and
+ * the reader's next fault reads on. Pages readahead holds locked for I/O
+ * are unreclaimable: a charge that insisted on them would find nothing
+ * to reclaim and call the memcg OOM killer on the reader.
+ * Measured: the reader's OOM kills (memory.events oom_kill) and whether
+ * it reached the end, with the limit met (memory.events max) or nothing
+ * is tested. Bound: none of either. Broken (readahead charged without
+ * __GFP_NORETRY): the reader killed at the first window. Healthy: a
+ * window cut short each time, every page read. A readahead that loops
+ * on -ENOMEM (the hang 0fd44ab213bc fixed) shows as the harness's
+ * timeout only: no verdict here hangs on a clock. No 64 KiB-block
+ * variant: on 4 KiB pages its folios are of order 4, which a memcg
+ * charge never meets with an OOM kill (above PAGE_ALLOC_COSTLY_ORDER,
+ * mm/memcontrol.c), so both kernels pass there.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vm_util.h"
+#include "cgroup_util.h"
+#include "ra_fs.h"
+#include "ra_cache.h"
+#include "ra_cgroup.h"
+
+/* A window four times the limit; the walk is four windows. */
+#define RA_KB		2048UL
+#define LIMIT		(RA_KB * 1024 / 4)
+#define WALK		(4 * RA_KB * 1024)
+#define SUSPECT \
+	"readahead charges its folios without __GFP_NORETRY (readahead_gfp_mask()), or does not stop at -ENOMEM (0fd44ab213bc)"
+
+FIXTURE(memory_limit) {
+	struct ra_fs fs;
+	struct ra_cgroup cg;
+	int fd;
+	char *map;
+	size_t size;
+};
+
+FIXTURE_VARIANT(memory_limit) {
+	const struct ra_fs_kind *fs;
+};
+
+FIXTURE_VARIANT_ADD(memory_limit, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(memory_limit, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(memory_limit, xfs_16k) { .fs = &ra_xfs_16k };
+
+FIXTURE_SETUP(memory_limit)
+{
+	int ret;
+
+	self->fd = -1;
+	ret = ra_fs_setup(&self->fs, variant->fs);
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	ret = ra_cgroup_enter(&self->fs, &self->cg, "memory");
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return;
+	self->size = WALK;
+	ret = ra_file_map(&self->fs, self->size, RA_KB, &self->fd, &self->map);
+	ra_ready(_metadata, ret, &self->fs);
+}
+
+FIXTURE_TEARDOWN(memory_limit)
+{
+	ra_teardown(&self->fs, self->map, self->size, self->fd);
+	ra_cgroup_leave(&self->cg);
+}
+
+/* Set this process's /proc/<pid>/oom_score_adj; 0 or -1. */
+static int set_oom_score_adj(const char *adj)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	int ret = -1;
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, adj, strlen(adj)) == (ssize_t)strlen(adj))
+		ret = 0;
+	close(fd);
+	return ret;
+}
+
+TEST_F(memory_limit, in_order)
+{
+	size_t ps = self->fs.page_size;
+	long oom, met;
+	int status;
+	pid_t pid;
+
+	/*
+	 * The reader is a child, alone in line for the OOM killer: the test
+	 * is out of its reach (OOM_SCORE_ADJ_MIN), the reader first
+	 * (OOM_SCORE_ADJ_MAX), set before the limit so that no charge can
+	 * meet the limit while the test is the likelier victim.
+	 */
+	ASSERT_EQ(0, set_oom_score_adj("-1000"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char buf[32];
+		size_t off;
+		long base;
+
+		/*
+		 * The limit counts from what the cgroup holds now: the
+		 * reader's own pages (its stack, page tables) fit, one
+		 * window does not:
+		 *
+		 *   memory.max = memory.current + LIMIT
+		 *   0                                                WALK
+		 *   |== ra window ==|== ra window ==| ... 4 windows ...|
+		 *    ^ each read-around or async readahead wants 4 * LIMIT
+		 */
+		base = cg_read_long(self->cg.path, "memory.current");
+		snprintf(buf, sizeof(buf), "%ld", base + (long)LIMIT);
+		if (set_oom_score_adj("1000") || base < 0 ||
+		    cg_write(self->cg.path, "memory.max", buf))
+			_exit(2);
+		for (off = 0; off < self->size; off += ps)
+			FORCE_READ(self->map[off]);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", "max"));
+	oom = cg_read_key_long(self->cg.path, "memory.events", "oom_kill ");
+	met = cg_read_key_long(self->cg.path, "memory.events", "max ");
+	ASSERT_LE(0, oom);
+	RA_EXPECT_FIGURE(&self->fs, "in-order reader under memory.max of a quarter window",
+			 oom, "OOM kills", 0, SUSPECT,
+			 "limit %lu KiB, walk %lu MiB, reader %s %d",
+			 LIMIT >> 10, WALK >> 20,
+			 WIFSIGNALED(status) ? "killed by signal" : "exited",
+			 WIFSIGNALED(status) ? WTERMSIG(status) :
+			 WEXITSTATUS(status));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("the reader did not read to the end");
+	ASSERT_LE(1, met)
+		TH_LOG("memory.max was never met: the limit tested nothing");
+}
+
+TEST_HARNESS_MAIN
