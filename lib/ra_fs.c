@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,33 +565,168 @@ static size_t mem_available(void)
 	return (size_t)kb * 1024;
 }
 
+/* A number from the first line of @dir/@name; -1 when unreadable. */
+static long long cg_number(const char *dir, const char *name)
+{
+	char path[3 * RA_PATH_LEN];
+	long long val = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &val) != 1)
+		val = -1;
+	fclose(f);
+	return val;
+}
+
+/* The value of "@key " in @dir/memory.stat; 0 when missing. */
+static long long cg_stat(const char *dir, const char *key)
+{
+	char path[3 * RA_PATH_LEN], line[128];
+	size_t len = strlen(key);
+	long long val = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, len) && line[len] == ' ') {
+			val = atoll(line + len + 1);
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
+/*
+ * This process's memory cgroup: its directory into @dir, under the mount
+ * of cgroup2 or of the v1 hierarchy with the memory controller (@v1).
+ *
+ * Return: the length of the mount point's path in @dir, or 0 when there
+ * is no such cgroup.
+ */
+static size_t memcg_dir(char *dir, size_t len, bool *v1)
+{
+	char line[RA_PATH_LEN + 64], rel[RA_PATH_LEN] = "";
+	char where[RA_PATH_LEN], type[32], opts[256];
+	size_t mnt = 0;
+	FILE *f;
+
+	/* "4:memory:/path" (v1) wins over "0::/path" (v2). */
+	*v1 = false;
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':');
+		char *path = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		if (!strcmp(ctl + 1, "memory") || strstr(ctl + 1, ",memory") ||
+		    !strncmp(ctl + 1, "memory,", 7)) {
+			snprintf(rel, sizeof(rel), "%s", path);
+			*v1 = true;
+		} else if (!strcmp(line, "0") && !*v1) {
+			snprintf(rel, sizeof(rel), "%s", path);
+		}
+	}
+	fclose(f);
+	if (!rel[0])
+		return 0;
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%*s %4095s %31s %255s %*[^\n]", where, type,
+		      opts) == 3) {
+		if (*v1 ? !strcmp(type, "cgroup") && strstr(opts, "memory") :
+			  !strcmp(type, "cgroup2")) {
+			mnt = strlen(where);
+			snprintf(dir, len, "%s%s", where,
+				 strcmp(rel, "/") ? rel : "");
+			break;
+		}
+	}
+	fclose(f);
+	return mnt < len ? mnt : 0;
+}
+
+/*
+ * What the memory cgroups of this process still let it charge, in
+ * bytes: over its cgroup and each ancestor below the hierarchy's root,
+ * the least of the limit less the usage reclaim cannot drop (all but
+ * page cache outside tmpfs). SIZE_MAX when no limit applies or none can be read.
+ */
+static size_t memcg_room(void)
+{
+	char dir[2 * RA_PATH_LEN];
+	long long max, used, room;
+	size_t least = SIZE_MAX, mnt;
+	bool v1;
+
+	mnt = memcg_dir(dir, sizeof(dir), &v1);
+	if (!mnt)
+		return SIZE_MAX;
+	while (strlen(dir) > mnt) {
+		max = cg_number(dir, v1 ? "memory.limit_in_bytes" : "memory.max");
+		used = cg_number(dir, v1 ? "memory.usage_in_bytes" :
+				 "memory.current");
+		/* "max" (v2) reads as no number; v1 says unlimited as ~2^63. */
+		if (max >= 0 && max < (1LL << 62) && used >= 0) {
+			/* Page cache but tmpfs (the test's image) */
+			used -= cg_stat(dir, v1 ? "total_cache" : "file") -
+				cg_stat(dir, v1 ? "total_shmem" : "shmem");
+			room = max - (used > 0 ? used : 0);
+			if (room < 0)
+				room = 0;
+			if ((unsigned long long)room < least)
+				least = room;
+		}
+		*strrchr(dir, '/') = '\0';
+	}
+	return least;
+}
+
 /**
- * ra_need_memory() - skip unless the machine has the memory a test needs
+ * ra_need_memory() - skip unless the test has the memory it needs
  * @fs: filesystem, set up; @fs->why gets the reason on skip
  * @bytes: most memory the test holds at once, in bytes: the page cache
  *	its walks keep (ra_walk_bytes()) plus what else it keeps cached or
  *	allocates, computed from its own sizes
  *
  * Call after ra_fs_setup(), so that the filesystem image (on tmpfs) is
- * already out of MemAvailable. With less MemAvailable than @bytes, the
+ * already out of MemAvailable. With less room than @bytes, in the machine
+ * (MemAvailable) or under the memory limit of the test's cgroups, the
  * test's own page cache forces direct reclaim, under which readahead's
  * folio allocations (__GFP_NORETRY) fail and reads are cut short: major
  * faults that no readahead bug caused, hence a skip and not a verdict.
- * Prints the need and MemAvailable.
+ * Prints the need, MemAvailable and the cgroups' room where limited.
  *
- * Return: 0 when MemAvailable is at least @bytes; KSFT_SKIP with @fs->why
- * set when it is lower or /proc/meminfo has no MemAvailable.
+ * Return: 0 when both have at least @bytes; KSFT_SKIP with @fs->why set
+ * when one has less or /proc/meminfo has no MemAvailable.
  */
 int ra_need_memory(struct ra_fs *fs, size_t bytes)
 {
-	size_t avail = mem_available();
+	size_t avail = mem_available(), room = memcg_room();
 
 	ksft_print_msg("memory: this test needs %zu MiB, MemAvailable %zu MiB\n",
 		       bytes >> 20, avail >> 20);
-	if (avail >= bytes)
-		return 0;
-	snprintf(fs->why, sizeof(fs->why),
-		 "MemAvailable %zu MiB is below the %zu MiB this test needs",
-		 avail >> 20, bytes >> 20);
-	return KSFT_SKIP;
+	if (room != SIZE_MAX)
+		ksft_print_msg("memory: the memory cgroup's limit leaves %zu MiB\n",
+			       room >> 20);
+	if (room < bytes)
+		return ra_fs_skip(fs,
+				  "the memory cgroup's limit leaves %zu MiB, below the %zu MiB this test needs",
+				  room >> 20, bytes >> 20);
+	if (avail < bytes)
+		return ra_fs_skip(fs, "MemAvailable %zu MiB is below the %zu MiB this test needs",
+				  avail >> 20, bytes >> 20);
+	return 0;
 }
