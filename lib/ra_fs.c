@@ -27,6 +27,7 @@
 #include <linux/loop.h>
 #include <linux/magic.h>
 #include <sys/capability.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -165,19 +166,52 @@ static void find_sysfs_ra(struct ra_fs *fs, dev_t dev)
 }
 
 /*
+ * The type of the filesystem mounted from @dev, from /proc/self/mountinfo
+ * ("ext2", "ext3" and "ext4" share one magic), into @type; false when no
+ * mount of @dev is listed.
+ */
+static bool mount_type(dev_t dev, char *type, size_t len)
+{
+	char line[3 * RA_PATH_LEN], *sep;
+	unsigned int maj, min;
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		sep = strstr(line, " - ");
+		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 || !sep ||
+		    maj != major(dev) || min != minor(dev))
+			continue;
+		sep += 3;
+		sep[strcspn(sep, " ")] = '\0';
+		snprintf(type, len, "%s", sep);
+		found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
  * Use the directory named by READAHEAD_TEST_DIR instead of a new fs. Only
  * the variant that matches its filesystem and block size runs there, so
  * that no result is reported twice or under a filesystem or block size
  * it did not have; on a filesystem other than ext4 and XFS every variant
- * skips.
+ * skips, as it does on a directory it cannot write. The disk's
+ * read_ahead_kb is one for all its users: one test at a time uses the
+ * directory (a lock held until the test process exits), and a test that
+ * finds it taken skips.
  */
 static int fs_use_dir(struct ra_fs *fs, const char *dir,
 		      const struct ra_fs_kind *kind)
 {
+	char type[16];
 	unsigned long bsize;
 	struct statfs sfs;
 	struct stat st;
-	const char *type;
+	int lock;
 
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		return ra_fs_skip(fs, RA_ENV_DIR "=%s is not a directory", dir);
@@ -186,17 +220,30 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
 		return ra_fs_skip(fs, "%s is on tmpfs/ramfs, which has no readahead",
 				  dir);
-	if (sfs.f_type == XFS_SUPER_MAGIC)
-		type = "xfs";
-	else if (sfs.f_type == EXT4_SUPER_MAGIC)
-		type = "ext4";
-	else
+	if (sfs.f_type != XFS_SUPER_MAGIC && sfs.f_type != EXT4_SUPER_MAGIC)
 		return ra_fs_skip(fs, "%s: filesystem magic %#lx, not ext4 or XFS",
 				  dir, (unsigned long)sfs.f_type);
+	if (!mount_type(st.st_dev, type, sizeof(type)))
+		snprintf(type, sizeof(type), "%s",
+			 sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "ext4");
+	if (strcmp(type, "xfs") && strcmp(type, "ext4"))
+		return ra_fs_skip(fs, "%s is on %s, not ext4 or XFS", dir, type);
 	bsize = sfs.f_bsize;
 	if (strcmp(type, kind->type) || bsize != kind->block_size)
 		return ra_fs_skip(fs, "%s: only the variant of its filesystem runs",
 				  dir);
+	if (access(dir, W_OK))
+		return ra_fs_skip(fs, "%s is not writable (%s)", dir,
+				  strerror(errno));
+	/* Kept open, not closed: the lock goes with the test process. */
+	lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0)
+		return ra_fs_fail(fs, "opening " RA_ENV_DIR);
+	if (flock(lock, LOCK_EX | LOCK_NB)) {
+		close(lock);
+		return ra_fs_skip(fs, "another test holds %s (one read_ahead_kb for both)",
+				  dir);
+	}
 	snprintf(fs->dir, sizeof(fs->dir), "%s", dir);
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = bsize;
