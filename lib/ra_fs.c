@@ -660,7 +660,7 @@ static long long cg_stat(const char *dir, const char *key)
 static size_t memcg_dir(char *dir, size_t len, bool *v1)
 {
 	char line[RA_PATH_LEN + 64], rel[RA_PATH_LEN] = "";
-	char where[RA_PATH_LEN], type[32], opts[256];
+	char where[4096], type[32], opts[256];
 	size_t mnt = 0;
 	FILE *f;
 
@@ -695,14 +695,14 @@ static size_t memcg_dir(char *dir, size_t len, bool *v1)
 		      opts) == 3) {
 		if (*v1 ? !strcmp(type, "cgroup") && strstr(opts, "memory") :
 			  !strcmp(type, "cgroup2")) {
-			mnt = strlen(where);
-			snprintf(dir, len, "%s%s", where,
-				 strcmp(rel, "/") ? rel : "");
+			if (snprintf(dir, len, "%s%s", where,
+				     strcmp(rel, "/") ? rel : "") < (int)len)
+				mnt = strlen(where);
 			break;
 		}
 	}
 	fclose(f);
-	return mnt < len ? mnt : 0;
+	return mnt;
 }
 
 /*
