@@ -3,8 +3,8 @@
  * MADV_SEQUENTIAL from the middle of a file: a mapping advised
  * MADV_SEQUENTIAL ("expect page references in sequential order",
  * madvise(2)) and read in order from a page past 0 must get async
- * readahead, as the same walk from page 0 does, and as the same walk
- * without any advice does.
+ * readahead, as the same walk from page 0 does (and, on 4 KiB pages,
+ * the same walk without advice).
  *
  * A VM_SEQ_READ miss goes to page_cache_sync_ra() with a request of
  * ra_pages. mmap faults never move file->f_ra.prev_pos, and the cached
