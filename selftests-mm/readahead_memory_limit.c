@@ -1,29 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Readahead under a memory limit smaller than its window: an in-order
- * reader of a mapping, in a memory cgroup whose memory.max is a quarter
- * of one ra window, reads the file to its end and is not OOM-killed.
- * Readahead allocates with __GFP_NORETRY (readahead_gfp_mask()): a
- * folio the cgroup cannot charge after one reclaim pass ends the
+ * reader of a mapping, in a memory cgroup whose memory.max leaves it a
+ * quarter of one ra window, reads the file to its end and is not
+ * OOM-killed. Readahead allocates with __GFP_NORETRY (readahead_gfp_mask()):
+ * a folio the cgroup cannot charge after its reclaim attempts ends the
  * readahead, which submits what it has ("mm/readahead: break read-ahead
- * loop if filemap_add_folio return -ENOMEM", 0fd44ab213bc, 2024), and
- * the reader's next fault reads on. Pages readahead holds locked for I/O
- * are unreclaimable: a charge that insisted on them would find nothing
- * to reclaim and call the memcg OOM killer on the reader.
- * Measured: the reader's OOM kills (memory.events oom_kill) and whether
- * it reached the end, with the limit met (memory.events max) or nothing
- * is tested. Bound: none of either. Broken (readahead charged without
- * __GFP_NORETRY): the reader killed at the first window. Healthy: a
- * window cut short each time, every page read. A readahead that loops
- * on -ENOMEM (the hang 0fd44ab213bc fixed) shows as the harness's
- * timeout only: no verdict here hangs on a clock. No 64 KiB-block
- * variant: on 4 KiB pages its folios are of order 4, which a memcg
+ * loop if filemap_add_folio return -ENOMEM", 0fd44ab213bc, 2024), and the
+ * reader's next fault reads on. The folios readahead has added but not
+ * yet submitted are locked, so reclaim cannot take them: a charge that
+ * insisted would find little to reclaim and call the memcg OOM killer on
+ * the reader. The window is 512 pages on every page size, so that the
+ * per-CPU charge stock (MEMCG_CHARGE_BATCH, 64 pages a CPU) stays well
+ * inside it. Measured: the reader's OOM kills (memory.events oom_kill)
+ * and whether it reached the end, once the limit was met (memory.events
+ * max), or nothing is tested. Bound: none of either. Broken (readahead
+ * charged without __GFP_NORETRY): the reader killed in its first window.
+ * Healthy: a window cut short each time, every page read. A readahead
+ * that loops on -ENOMEM (the hang 0fd44ab213bc fixed) shows as the
+ * harness's timeout only: no verdict here hangs on a clock. No 64 KiB-
+ * block variant: on 4 KiB pages its folios are of order 4, which a memcg
  * charge never meets with an OOM kill (above PAGE_ALLOC_COSTLY_ORDER,
- * mm/memcontrol.c), so both kernels pass there.
+ * mm/memcontrol.c), so both kernels pass there. The file is sparse, so
+ * that reads complete as soon as they are submitted.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +42,9 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
-/* A window four times the limit; the walk is four windows. */
-#define RA_KB		2048UL
-#define LIMIT		(RA_KB * 1024 / 4)
-#define WALK		(4 * RA_KB * 1024)
+/* The ra window in pages, four times the room; the walk is four windows. */
+#define RA_PAGES	512UL
+#define WINDOWS		4
 #define SUSPECT \
 	"readahead charges its folios without __GFP_NORETRY (readahead_gfp_mask()), or does not stop at -ENOMEM (0fd44ab213bc)"
 
@@ -72,8 +75,10 @@ FIXTURE_SETUP(memory_limit)
 	ret = ra_cgroup_enter(&self->fs, &self->cg, "memory");
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	self->size = WALK;
-	ret = ra_file_map(&self->fs, self->size, RA_KB, &self->fd, &self->map);
+	self->size = WINDOWS * RA_PAGES * self->fs.page_size;
+	ret = ra_file_map(&self->fs, self->size,
+			  RA_PAGES * self->fs.page_size / 1024, &self->fd,
+			  &self->map);
 	ra_ready(_metadata, ret, &self->fs);
 }
 
@@ -99,7 +104,7 @@ static int set_oom_score_adj(const char *adj)
 
 TEST_F(memory_limit, in_order)
 {
-	size_t ps = self->fs.page_size;
+	size_t ps = self->fs.page_size, room = RA_PAGES / 4 * ps;
 	long oom, met;
 	int status;
 	pid_t pid;
@@ -119,18 +124,20 @@ TEST_F(memory_limit, in_order)
 		long base;
 
 		/*
-		 * The limit counts from what the cgroup holds now: the
+		 * The reader dies with the test (a harness timeout), and
+		 * the limit counts from what the cgroup holds now: the
 		 * reader's own pages (its stack, page tables) fit, one
 		 * window does not:
 		 *
-		 *   memory.max = memory.current + LIMIT
-		 *   0                                                WALK
+		 *   memory.max = memory.current + room (RA_PAGES / 4 pages)
+		 *   0                                              size
 		 *   |== ra window ==|== ra window ==| ... 4 windows ...|
-		 *    ^ each read-around or async readahead wants 4 * LIMIT
+		 *    ^ a read-around or async readahead wants RA_PAGES
 		 */
 		base = cg_read_long(self->cg.path, "memory.current");
-		snprintf(buf, sizeof(buf), "%ld", base + (long)LIMIT);
-		if (set_oom_score_adj("1000") || base < 0 ||
+		snprintf(buf, sizeof(buf), "%ld", base + (long)room);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1 ||
+		    set_oom_score_adj("1000") || base < 0 ||
 		    cg_write(self->cg.path, "memory.max", buf))
 			_exit(2);
 		for (off = 0; off < self->size; off += ps)
@@ -139,20 +146,23 @@ TEST_F(memory_limit, in_order)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", "max"));
+	ASSERT_EQ(0, set_oom_score_adj("0"));
 	oom = cg_read_key_long(self->cg.path, "memory.events", "oom_kill ");
 	met = cg_read_key_long(self->cg.path, "memory.events", "max ");
 	ASSERT_LE(0, oom);
+	ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 2)
+		TH_LOG("the reader could not set up its limit");
+	ASSERT_LE(1, met)
+		TH_LOG("memory.max was never met: the limit tested nothing");
 	RA_EXPECT_FIGURE(&self->fs, "in-order reader under memory.max of a quarter window",
 			 oom, "OOM kills", 0, SUSPECT,
-			 "limit %lu KiB, walk %lu MiB, reader %s %d",
-			 LIMIT >> 10, WALK >> 20,
+			 "room %zu KiB, walk %zu KiB, reader %s %d",
+			 room >> 10, self->size >> 10,
 			 WIFSIGNALED(status) ? "killed by signal" : "exited",
 			 WIFSIGNALED(status) ? WTERMSIG(status) :
 			 WEXITSTATUS(status));
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 		TH_LOG("the reader did not read to the end");
-	ASSERT_LE(1, met)
-		TH_LOG("memory.max was never met: the limit tested nothing");
 }
 
 TEST_HARNESS_MAIN

@@ -30,7 +30,7 @@
 #define REGION_OFF	(8UL << 20)
 #define REGION_SIZE	(64UL << 20)
 #define SUSPECT \
-	"a VM_SEQ_READ miss past page 0 is read as a small random read, without PG_readahead (page_cache_sync_ra() sees no sequential history: mmap faults leave ra->prev_pos alone; every released kernel)"
+	"a VM_SEQ_READ miss past page 0 is read as a small random read, without PG_readahead (page_cache_sync_ra() sees no sequential history: mmap faults leave ra->prev_pos alone; since 2cad40180197, 3.12)"
 
 FIXTURE(seq_midfile) {
 	struct ra_fs fs;

@@ -50,8 +50,8 @@ default_debian=(debian-6.1 debian-6.12)
 # and all fixes together. The earlier restarts (restart_v2, restart_v3)
 # have arm64 columns in verdicts/expected.tsv too, run with --only.
 arm64_configs=(v7.3 v7.3+sticky_fixes v7.3+async_2win v7.3+lbs_marker
-	       v7.3+thp_no_cap v7.3+seq_around v7.3+thp_unmarked v7.3+seq_stream
-	       v7.3+fixes)
+	       v7.3+thp_no_cap v7.3+seq_around v7.3+thp_unmarked v7.3+ra_may_oom
+	       v7.3+seq_stream v7.3+fixes)
 # This command line, paths relative to the top, for the stamp of --results.
 argv=validation/matrix.sh
 for a in "$@"; do argv+=" ${a#"$top"/}"; done
