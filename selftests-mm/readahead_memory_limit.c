@@ -17,8 +17,8 @@
  * max), or nothing is tested. Bound: none of either. Broken (readahead
  * charged without __GFP_NORETRY): the reader killed in its first window.
  * Healthy: a window cut short each time, every page read. A readahead
- * that loops on -ENOMEM (the hang 0fd44ab213bc fixed) shows as the
- * harness's timeout only: no verdict here hangs on a clock. No 64 KiB-
+ * that loops on -ENOMEM (the hang 0fd44ab213bc fixed; Debian's 6.1 stalls)
+ * shows as the harness's timeout only: no verdict hangs on a clock. No 64 KiB-
  * block variant: on 4 KiB pages its folios are of order 4, which a memcg
  * charge never meets with an OOM kill (above PAGE_ALLOC_COSTLY_ORDER,
  * mm/memcontrol.c), so both kernels pass there. The file is sparse, so
