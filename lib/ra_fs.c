@@ -50,6 +50,11 @@ const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
 #define RA_IMAGE_SIZE		(2ULL << 30)
 /* Where the private tmpfs holding the image and the mount point goes. */
 #define RA_SCRATCH		"/tmp"
+/*
+ * How long a test waits for another one to leave a READAHEAD_TEST_DIR
+ * disk, in ms: a few of its tests, well inside the harness's timeout.
+ */
+#define RA_LOCK_WAIT_MS		10000
 
 static size_t mem_available(void);
 
@@ -199,10 +204,11 @@ static bool mount_type(dev_t dev, char *type, size_t len)
  * the variant that matches its filesystem and block size runs there, so
  * that no result is reported twice or under a filesystem or block size
  * it did not have; on a filesystem other than ext4 and XFS every variant
- * skips, as it does on a directory it cannot write. The disk's
- * read_ahead_kb is one for all its users: one test at a time uses the
- * directory (a lock held until the test process exits), and a test that
- * finds it taken skips.
+ * skips, as it does on a directory it cannot write or whose mount it
+ * cannot find. The disk's read_ahead_kb is one for all its users: one
+ * test at a time uses the disk (a lock on that attribute, else on the
+ * directory, held until the test process exits); a test waits up to
+ * RA_LOCK_WAIT_MS for it, then skips.
  */
 static int fs_use_dir(struct ra_fs *fs, const char *dir,
 		      const struct ra_fs_kind *kind)
@@ -211,7 +217,7 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 	unsigned long bsize;
 	struct statfs sfs;
 	struct stat st;
-	int lock;
+	int lock, waited;
 
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		return ra_fs_skip(fs, RA_ENV_DIR "=%s is not a directory", dir);
@@ -224,8 +230,8 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 		return ra_fs_skip(fs, "%s: filesystem magic %#lx, not ext4 or XFS",
 				  dir, (unsigned long)sfs.f_type);
 	if (!mount_type(st.st_dev, type, sizeof(type)))
-		snprintf(type, sizeof(type), "%s",
-			 sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "ext4");
+		return ra_fs_skip(fs, "%s: no mount of its device in /proc/self/mountinfo",
+				  dir);
 	if (strcmp(type, "xfs") && strcmp(type, "ext4"))
 		return ra_fs_skip(fs, "%s is on %s, not ext4 or XFS", dir, type);
 	bsize = sfs.f_bsize;
@@ -235,19 +241,22 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 	if (access(dir, W_OK))
 		return ra_fs_skip(fs, "%s is not writable (%s)", dir,
 				  strerror(errno));
+	find_sysfs_ra(fs, st.st_dev);
 	/* Kept open, not closed: the lock goes with the test process. */
-	lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	lock = open(fs->sysfs_ra[0] ? fs->sysfs_ra : dir, O_RDONLY | O_CLOEXEC);
 	if (lock < 0)
-		return ra_fs_fail(fs, "opening " RA_ENV_DIR);
-	if (flock(lock, LOCK_EX | LOCK_NB)) {
-		close(lock);
-		return ra_fs_skip(fs, "another test holds %s (one read_ahead_kb for both)",
-				  dir);
+		return ra_fs_fail(fs, "opening the lock of " RA_ENV_DIR);
+	for (waited = 0; flock(lock, LOCK_EX | LOCK_NB); waited += 10) {
+		if (errno != EWOULDBLOCK || waited >= RA_LOCK_WAIT_MS) {
+			close(lock);
+			return ra_fs_skip(fs, "another test held %s's disk for %d ms",
+					  dir, waited);
+		}
+		usleep(10 * 1000);
 	}
 	snprintf(fs->dir, sizeof(fs->dir), "%s", dir);
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = bsize;
-	find_sysfs_ra(fs, st.st_dev);
 	return 0;
 }
 
@@ -475,24 +484,26 @@ void ra_fs_teardown(struct ra_fs *fs)
 /*
  * What the watcher of ra_on_exit_of_caller() runs, as "sh -c": wait for
  * the end of its standard input, then write $1 into $0, or with no $1
- * remove $0, a file or an empty directory. A cgroup empties a little
- * after its last process has died (longer on a loaded or emulated
- * machine): rmdir is retried while it fails, for up to 30 s.
+ * remove $0, a file or a directory (a cgroup: what is still in it, a
+ * child the test left, is killed through cgroup.kill first). A cgroup
+ * empties a little after its last process has died (longer on a loaded
+ * or emulated machine): rmdir is retried while it fails, for up to 30 s.
  */
 static const char watcher_script[] =
 	"while read -r _; do :; done; "
 	"if [ $# -ge 1 ]; then echo \"$1\" > \"$0\"; exit; fi; "
+	"[ ! -e \"$0/cgroup.kill\" ] || echo 1 > \"$0/cgroup.kill\"; "
 	"i=0; while [ -d \"$0\" ] && ! rmdir \"$0\" 2>/dev/null && [ $i -lt 3000 ]; "
 	"do sleep 0.01; i=$((i + 1)); done; rm -f \"$0\"";
 
 /**
  * ra_on_exit_of_caller() - undo a change once the calling process is gone
- * @path: file to write into, or file or empty directory to remove
+ * @path: file to write into, or file or directory to remove
  * @value: number to write into @path; below 0, remove @path instead
  *
  * When the calling process dies, however it dies, put @value back into
- * @path, or with @value below 0 remove @path (a file, or an empty
- * directory such as a cgroup): a child in its own session waits for the
+ * @path, or with @value below 0 remove @path (a file, or a directory: a
+ * cgroup after killing what is left in it): a child in its own session waits for the
  * end of a pipe that only the caller holds open. The child runs
  * /bin/sh, so that a kill by the test's name (pkill, killall) spares it.
  * Only for what outlives the test's private mount namespace and
@@ -652,16 +663,19 @@ static long long cg_stat(const char *dir, const char *key)
 
 /*
  * This process's memory cgroup: its directory into @dir, under the mount
- * of cgroup2 or of the v1 hierarchy with the memory controller (@v1).
+ * of cgroup2 or of the v1 hierarchy with the memory controller (@v1),
+ * from /proc/self/mountinfo, whose root field says where in the
+ * hierarchy a bind mount (a container's) starts: @sub says the mount
+ * point is itself a cgroup below the hierarchy's root.
  *
  * Return: the length of the mount point's path in @dir, or 0 when there
- * is no such cgroup.
+ * is no such cgroup or it is not under the mount.
  */
-static size_t memcg_dir(char *dir, size_t len, bool *v1)
+static size_t memcg_dir(char *dir, size_t len, bool *v1, bool *sub)
 {
-	char line[RA_PATH_LEN + 64], rel[RA_PATH_LEN] = "";
-	char where[4096], type[32], opts[256];
-	size_t mnt = 0;
+	char line[3 * RA_PATH_LEN], rel[RA_PATH_LEN] = "", *sep, *info = NULL;
+	char root[4096], where[4096], type[32];
+	size_t mnt = 0, rlen, n = 0;
 	FILE *f;
 
 	/* "4:memory:/path" (v1) wins over "0::/path" (v2). */
@@ -688,54 +702,91 @@ static size_t memcg_dir(char *dir, size_t len, bool *v1)
 	fclose(f);
 	if (!rel[0])
 		return 0;
-	f = fopen("/proc/self/mounts", "re");
+	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return 0;
-	while (fscanf(f, "%*s %4095s %31s %255s %*[^\n]", where, type,
-		      opts) == 3) {
-		if (*v1 ? !strcmp(type, "cgroup") && strstr(opts, "memory") :
-			  !strcmp(type, "cgroup2")) {
-			if (snprintf(dir, len, "%s%s", where,
-				     strcmp(rel, "/") ? rel : "") < (int)len)
-				mnt = strlen(where);
-			break;
+	/* "id parent maj:min root mount-point options ... - type source super-options" */
+	/* The last match: a later mount over the same point hides the others. */
+	while (getline(&info, &n, f) > 0) {
+		sep = strstr(info, " - ");
+		if (!sep || sscanf(info, "%*u %*u %*s %4095s %4095s", root,
+				   where) != 2 ||
+		    sscanf(sep + 3, "%31s", type) != 1)
+			continue;
+		/* v1: the super options (after the source) name "memory". */
+		if (*v1 && (strcmp(type, "cgroup") ||
+			    !strstr(sep + 3 + strlen(type), "memory")))
+			continue;
+		if (!*v1 && strcmp(type, "cgroup2"))
+			continue;
+		/* The cgroup's path below the mount's root. */
+		rlen = strcmp(root, "/") ? strlen(root) : 0;
+		if (strncmp(rel, root, rlen) || (rel[rlen] && rel[rlen] != '/'))
+			continue;
+		if (snprintf(dir, len, "%s%s", where,
+			     strcmp(rel + rlen, "/") ? rel + rlen : "") < (int)len) {
+			mnt = strlen(where);
+			*sub = rlen > 0;
 		}
 	}
+	free(info);
 	fclose(f);
 	return mnt;
+}
+
+/* The least of @limit and a limit @val read as a number; no number, none. */
+static long long cg_least(long long limit, long long val)
+{
+	return val >= 0 && val < limit ? val : limit;
 }
 
 /*
  * What the memory cgroups of this process still let it charge, in
  * bytes: over its cgroup and each ancestor below the hierarchy's root,
- * the least of the limit less the usage reclaim cannot drop (all but
- * page cache outside tmpfs). SIZE_MAX when no limit applies or none can be read.
+ * the least of the limit (v2: memory.max, and memory.high, above which
+ * reclaim throttles; v1: memory.limit_in_bytes, and at the cgroup itself
+ * hierarchical_memory_limit, which takes in ancestors a container does
+ * not see) less the usage reclaim cannot drop (all but page cache outside
+ * tmpfs). SIZE_MAX when no limit applies or none can be read.
  */
 static size_t memcg_room(void)
 {
+	long long limit, hier, used, room, unlimited = 1LL << 62;
 	char dir[2 * RA_PATH_LEN];
-	long long max, used, room;
 	size_t least = SIZE_MAX, mnt;
-	bool v1;
+	bool v1, sub, leaf = true;
 
-	mnt = memcg_dir(dir, sizeof(dir), &v1);
+	mnt = memcg_dir(dir, sizeof(dir), &v1, &sub);
 	if (!mnt)
 		return SIZE_MAX;
-	while (strlen(dir) > mnt) {
-		max = cg_number(dir, v1 ? "memory.limit_in_bytes" : "memory.max");
+	/* Up to the mount point, and that too when it is not the root. */
+	while (strlen(dir) > mnt || (sub && strlen(dir) == mnt)) {
+		/* "max" (v2) reads as no number; v1 says unlimited as ~2^63. */
+		if (v1) {
+			limit = cg_least(unlimited,
+					 cg_number(dir, "memory.limit_in_bytes"));
+			hier = leaf ? cg_stat(dir, "hierarchical_memory_limit") : 0;
+			if (hier > 0)
+				limit = cg_least(limit, hier);
+		} else {
+			limit = cg_least(unlimited, cg_number(dir, "memory.max"));
+			limit = cg_least(limit, cg_number(dir, "memory.high"));
+		}
 		used = cg_number(dir, v1 ? "memory.usage_in_bytes" :
 				 "memory.current");
-		/* "max" (v2) reads as no number; v1 says unlimited as ~2^63. */
-		if (max >= 0 && max < (1LL << 62) && used >= 0) {
+		if (limit < unlimited && used >= 0) {
 			/* Page cache but tmpfs (the test's image) */
 			used -= cg_stat(dir, v1 ? "total_cache" : "file") -
 				cg_stat(dir, v1 ? "total_shmem" : "shmem");
-			room = max - (used > 0 ? used : 0);
+			room = limit - (used > 0 ? used : 0);
 			if (room < 0)
 				room = 0;
 			if ((unsigned long long)room < least)
 				least = room;
 		}
+		leaf = false;
+		if (strlen(dir) == mnt)
+			break;
 		*strrchr(dir, '/') = '\0';
 	}
 	return least;

@@ -9,6 +9,18 @@
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
 cd "$BASE_DIR" || exit 1
+if [ "${1:-}" != --session ]; then
+	# sh runs a trap only once its foreground job has ended: the tests run
+	# in the background, in a session of their own, which a signal to
+	# this script ends at once, the test running included.
+	setsid "$BASE_DIR/${0##*/}" --session &
+	pid=$!
+	trap 'kill -HUP -$pid 2>/dev/null; wait $pid; exit 129' HUP
+	trap 'kill -INT -$pid 2>/dev/null; wait $pid; exit 130' INT
+	trap 'kill -TERM -$pid 2>/dev/null; wait $pid; exit 143' TERM
+	wait $pid
+	exit
+fi
 # shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"
 # run_many() looks for "settings" in a subdirectory of BASE_DIR only: pass
@@ -29,7 +41,7 @@ trap 'rm -f "$out"; exit 143' TERM
 KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
 export KSELFTEST_PRCTL_THP_DISABLE_ARGS
 if [ -n "${RA_ONLY:-}" ]; then
-	# shellcheck disable=SC2086 # a list of names
+	# shellcheck disable=SC2046,SC2086 # a list of names
 	set -- $(printf './%s\n' $RA_ONLY)
 else
 	set -- ./readahead_*
