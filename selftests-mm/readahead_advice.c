@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -451,8 +452,10 @@ TEST_F(advice, madv_hugepage_2m)
  * in-order walk of 128 MiB through a MADV_SEQUENTIAL mapping, after
  * 3 * MMAP_LOTSAMISS random faults through a plain one. Bound:
  * sqrt(windows * folios) of the walk, 181 (64 KiB folios) to 724 (4 KiB).
- * Healthy: one per window, 16, 11x under or more. Broken (the advice
- * gated by mmap_miss): one per folio, 2048 to 32768, 11x over or more.
+ * Healthy: 1 to 16, one per window where a mid-file VM_SEQ_READ miss
+ * sets no PG_readahead (every released kernel, see seq_midfile), 11x
+ * under or more. Broken (the advice gated by mmap_miss): one per folio,
+ * 2048 to 32768, 11x over or more.
  */
 TEST_F(advice, madv_sequential_after_random)
 {
@@ -511,10 +514,14 @@ TEST_F(advice, madv_sequential_after_random)
  * MADV_SEQUENTIAL reads ahead of a fault, not around it
  * (page_cache_sync_ra() from the faulting page): a program that starts
  * reading a file in order from its middle gets nothing read behind its
- * start. Measured: pages cached in the window below one cold fault at
- * 4 ra, folio-aligned, through a MADV_SEQUENTIAL mapping. Bound:
- * ra_pages / 20. Healthy: none. Broken (read around the fault, as
- * without advice): ra_pages / 2, 10x over.
+ * start, and a window ahead of it. Measured: pages cached in the window
+ * below one cold fault at 4 ra through a MADV_SEQUENTIAL mapping, and
+ * pages of the window from the fault left uncached; 4 ra is a multiple
+ * of the window, and so of any folio, so that no folio reaches below the
+ * fault. Bounds: ra_pages / 20 below, ra_pages / 10 uncached ahead.
+ * Healthy: none of either. Broken: read around the fault, as without
+ * advice, ra_pages / 2 below, 10x over; or the fault's folio only, as
+ * MADV_RANDOM, ra_pages less a folio uncached ahead, 9x over or more.
  *
  *   3 ra                 4 ra                  5 ra
  *   |--------------------x=====================|
@@ -541,6 +548,11 @@ TEST_F(advice, madv_sequential_ahead)
 			 "VM_SEQ_READ faults read around instead of ahead",
 			 "%ld pages cached in the window from the fault",
 			 ahead);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, the window from it",
+			 (long)self->ra_pages - ahead, "pages left uncached",
+			 self->ra_pages / 10,
+			 "VM_SEQ_READ faults read their folio only, as VM_RAND_READ ones",
+			 "%ld pages cached below", below);
 }
 
 /*
@@ -548,30 +560,44 @@ TEST_F(advice, madv_sequential_ahead)
  * madvise(2) calls it "no special treatment", and it clears VM_RAND_READ
  * with VM_SEQ_READ. Programs switch advice between phases of their work.
  * Measured: pages of [2 ra, 6 ra) cached by one cold fault at 4 ra after
- * MADV_RANDOM then MADV_NORMAL, short of ra_pages. Bound: ra_pages / 10.
- * Healthy: none short (a read-around of ra_pages). Broken (VM_RAND_READ
- * left set): the fault's folio only, ra_pages less a folio short, 9x over
- * or more.
+ * MADV_RANDOM then MADV_NORMAL, short of what a cold fault at 1 ra
+ * through a second, never advised mapping caches in [0, 2 ra) (the
+ * control). Bound: a tenth of the control. Healthy: none short, the same
+ * read-around. Broken (VM_RAND_READ left set): the fault's folio only,
+ * ra_pages less a folio short, 9x over or more.
+ *
+ *   0     1 ra        2 ra        4 ra        6 ra
+ *   |-----x-----------|-----------x-----------|
+ *    plain mapping:    advised mapping: MADV_RANDOM,
+ *    the control fault then MADV_NORMAL
  */
 TEST_F(advice, madv_normal_after_random)
 {
-	long pages;
+	long pages, control;
+	char *plain;
 	int ret;
 
 	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
 			  &self->ra, &self->ra_pages, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
+	plain = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, plain);
+	FORCE_READ(plain[self->ra]);
+	control = ra_cached_pages(self->fd, plain, 0, 2 * self->ra);
+	munmap(plain, self->size);
+	ASSERT_LE(1, control) TH_LOG("nothing read: the control fault did not happen");
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_NORMAL));
 	FORCE_READ(self->map[4 * self->ra]);
 	pages = ra_cached_pages(self->fd, self->map, 2 * self->ra, 4 * self->ra);
 	ASSERT_LE(1, pages) TH_LOG("nothing read: the fault did not happen");
 	RA_EXPECT_FIGURE(&self->fs, "fault after MADV_RANDOM then MADV_NORMAL",
-			 (long)self->ra_pages - pages,
-			 "pages short of ra_pages", self->ra_pages / 10,
+			 control - pages, "pages short of a never advised fault",
+			 control / 10,
 			 "MADV_NORMAL left VM_RAND_READ set, the fault read its folio only",
-			 "%ld pages read", pages);
+			 "%ld pages read, %ld by the control fault (ra_pages %lu)",
+			 pages, control, self->ra_pages);
 }
 
 /*
@@ -587,8 +613,10 @@ TEST_F(advice, madv_normal_after_random)
  * under. Broken (the pair read unmarked): one per pair, 128, 11x over.
  * Where the PMD is 2 MiB, the last 16 MiB of the walk must then be
  * PMD-mapped: broken (async readahead falling back to folios of
- * read_ahead_kb), they are not. 6.1 counts the fault retried after each
- * async readahead as major, and fails; 6.12's ext4 builds no large folio.
+ * read_ahead_kb), they are not. Kernels without per-VMA locks (6.1,
+ * CONFIG_SMP=n) count the fault retried after each async readahead as
+ * major, and fail; 6.12's ext4 builds no large folio. Under
+ * PR_SET_THP_DISABLE nothing is PMD-mapped: a skip.
  */
 TEST_F(advice, madv_hugepage_forward)
 {
@@ -601,6 +629,8 @@ TEST_F(advice, madv_hugepage_forward)
 
 	if (!read_pmd_pagesize())
 		SKIP(return, "transparent hugepages not available");
+	if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
+		SKIP(return, "THP disabled for this process (PR_SET_THP_DISABLE)");
 	self->size = THP_FILE;
 	ret = ra_need_memory(&self->fs, ra_walk_bytes(4 * RA_THP_FOLIO_MAX / 1024));
 	if (!ra_ready(_metadata, ret, &self->fs))
