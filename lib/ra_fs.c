@@ -236,8 +236,8 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 		return ra_fs_skip(fs, "%s is on %s, not ext4 or XFS", dir, type);
 	bsize = sfs.f_bsize;
 	if (strcmp(type, kind->type) || bsize != kind->block_size)
-		return ra_fs_skip(fs, "%s: only the variant of its filesystem runs",
-				  dir);
+		return ra_fs_skip(fs, "%s is %s with %lu-byte blocks: only that variant runs",
+				  dir, type, bsize);
 	if (access(dir, W_OK))
 		return ra_fs_skip(fs, "%s is not writable (%s)", dir,
 				  strerror(errno));

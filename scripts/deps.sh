@@ -9,8 +9,9 @@
 # the packages named and what they depend on, and no installed package
 # is upgraded unless a package named depends on an exact newer version of
 # it (a -dev package and its library); such upgrades are named first, on
-# one line. Needs root. Exit status: 0; 2 on usage errors; 3 when apt
-# fails (its last lines on stderr).
+# one line. When every package is installed, apt is not run at all. All
+# output goes to stderr. Needs root. Exit status: 0; 2 on usage errors;
+# 3 when apt fails (its last lines on stderr).
 set -u
 prog=${0##*/}
 case ${1:--} in
@@ -20,6 +21,14 @@ esac
 export DEBIAN_FRONTEND=noninteractive
 opts="-y -q --no-install-recommends --no-upgrade"
 
+# Everything installed already: nothing to fetch, no apt-get update.
+missing=0
+for pkg; do
+	dpkg-query -W -f '${Status}\n' "$pkg" 2>/dev/null | grep -q ' installed$' ||
+		missing=1
+done
+[ "$missing" = 1 ] || exit 0
+# apt's progress goes to stderr: stdout may be a suite's TAP (make deps run_tests).
 apt-get update -q > /dev/null || { echo "$prog: apt-get update failed" >&2; exit 3; }
 for pkg; do
 	apt-cache show --no-all-versions "$pkg" > /dev/null 2>&1 ||
@@ -28,6 +37,6 @@ done
 # "Inst pkg [old] (new ...)": an installed package apt has to upgrade.
 # shellcheck disable=SC2086 # opts is a word list
 up=$(apt-get install -s $opts "$@" 2>&1 | sed -n 's/^Inst \([^ ]*\) \[.*/\1/p' | tr '\n' ' ')
-[ -z "$up" ] || echo "$prog: upgraded because a package named needs their exact version: $up"
+[ -z "$up" ] || echo "$prog: upgraded because a package named needs their exact version: $up" >&2
 # shellcheck disable=SC2086
-apt-get install $opts "$@" || { echo "$prog: apt-get install failed" >&2; exit 3; }
+apt-get install $opts "$@" >&2 || { echo "$prog: apt-get install failed" >&2; exit 3; }
