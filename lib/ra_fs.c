@@ -57,6 +57,8 @@ const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
 #define RA_LOCK_WAIT_MS		10000
 
 static size_t mem_available(void);
+/* memcg_room(): the cgroup's limit cannot be read where it is mounted. */
+#define RA_ROOM_HIDDEN		(SIZE_MAX - 1)
 
 /**
  * ra_fs_skip() - give the reason a test skips
@@ -207,7 +209,8 @@ static bool mount_type(dev_t dev, char *type, size_t len)
  * skips, as it does on a directory it cannot write or whose mount it
  * cannot find. The disk's read_ahead_kb is one for all its users: one
  * test at a time uses the disk (a lock on that attribute, else on the
- * directory, held until the test process exits); a test waits up to
+ * directory, held until the test process exits, and then by the watcher
+ * that puts read_ahead_kb back, until it has); a test waits up to
  * RA_LOCK_WAIT_MS for it, then skips.
  */
 static int fs_use_dir(struct ra_fs *fs, const char *dir,
@@ -257,6 +260,7 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 	snprintf(fs->dir, sizeof(fs->dir), "%s", dir);
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = bsize;
+	fs->lock_fd = lock;
 	return 0;
 }
 
@@ -372,6 +376,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	const char *opts;
 
 	memset(fs, 0, sizeof(*fs));
+	fs->lock_fd = -1;
 	fs->page_size = psize();
 	if (env && *env)
 		return fs_use_dir(fs, env, kind);
@@ -496,6 +501,41 @@ static const char watcher_script[] =
 	"i=0; while [ -d \"$0\" ] && ! rmdir \"$0\" 2>/dev/null && [ $i -lt 3000 ]; "
 	"do sleep 0.01; i=$((i + 1)); done; rm -f \"$0\"";
 
+/*
+ * Fork the watcher of ra_on_exit_of_caller(). With @keep_fd (not -1) it
+ * holds that descriptor too, as its fd 3, until it is done: a lock on
+ * what it puts back stays held until it has.
+ */
+static pid_t spawn_watcher(const char *path, long value, int keep_fd)
+{
+	char num[24];
+	int pipefd[2];
+	pid_t pid;
+
+	snprintf(num, sizeof(num), "%ld", value);
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[0], STDIN_FILENO);
+		if (keep_fd >= 0 && dup2(keep_fd, 3) == 3) {
+			syscall(__NR_close_range, STDOUT_FILENO, 2, 0);
+			syscall(__NR_close_range, 4, ~0U, 0);
+		} else {
+			syscall(__NR_close_range, STDOUT_FILENO, ~0U, 0);
+		}
+		setsid();
+		execl("/bin/sh", "sh", "-c", watcher_script, path,
+		      value < 0 ? NULL : num, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[0]);
+	if (pid < 0)
+		close(pipefd[1]);
+	/* pipefd[1] stays open until this process exits */
+	return pid;
+}
+
 /**
  * ra_on_exit_of_caller() - undo a change once the calling process is gone
  * @path: file to write into, or file or directory to remove
@@ -514,27 +554,7 @@ static const char watcher_script[] =
  */
 pid_t ra_on_exit_of_caller(const char *path, long value)
 {
-	char num[24];
-	int pipefd[2];
-	pid_t pid;
-
-	snprintf(num, sizeof(num), "%ld", value);
-	if (pipe2(pipefd, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(pipefd[0], STDIN_FILENO);
-		syscall(__NR_close_range, STDOUT_FILENO, ~0U, 0);
-		setsid();
-		execl("/bin/sh", "sh", "-c", watcher_script, path,
-		      value < 0 ? NULL : num, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[0]);
-	if (pid < 0)
-		close(pipefd[1]);
-	/* pipefd[1] stays open until this process exits */
-	return pid;
+	return spawn_watcher(path, value, -1);
 }
 
 /**
@@ -561,7 +581,8 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 		fs->saved_ra_kb = read_num(fs->sysfs_ra);
 		fs->ra_saved = true;
 		if (!fs->own)
-			ra_on_exit_of_caller(fs->sysfs_ra, fs->saved_ra_kb);
+			spawn_watcher(fs->sysfs_ra, fs->saved_ra_kb,
+				      fs->lock_fd);
 	}
 	fs->ra_kb = kb;
 	write_num(fs->sysfs_ra, kb);
@@ -669,17 +690,20 @@ static long long cg_stat(const char *dir, const char *key)
  * point is itself a cgroup below the hierarchy's root.
  *
  * Return: the length of the mount point's path in @dir, or 0 when there
- * is no such cgroup or it is not under the mount.
+ * is no such cgroup or no mount shows it (@hidden: the hierarchy is
+ * mounted, but not where the cgroup can be seen).
  */
-static size_t memcg_dir(char *dir, size_t len, bool *v1, bool *sub)
+static size_t memcg_dir(char *dir, size_t len, bool *v1, bool *sub,
+			bool *hidden)
 {
 	char line[3 * RA_PATH_LEN], rel[RA_PATH_LEN] = "", *sep, *info = NULL;
-	char root[4096], where[4096], type[32];
+	char root[4096], where[4096], last[4096], type[32];
 	size_t mnt = 0, rlen, n = 0;
 	FILE *f;
 
 	/* "4:memory:/path" (v1) wins over "0::/path" (v2). */
 	*v1 = false;
+	*hidden = false;
 	f = fopen("/proc/self/cgroup", "re");
 	if (!f)
 		return 0;
@@ -706,19 +730,25 @@ static size_t memcg_dir(char *dir, size_t len, bool *v1, bool *sub)
 	if (!f)
 		return 0;
 	/* "id parent maj:min root mount-point options ... - type source super-options" */
-	/* The last match: a later mount over the same point hides the others. */
+	/*
+	 * A later mount on the same mount point hides the earlier ones: the
+	 * cgroup's mount is the last one there, if it shows the cgroup.
+	 */
 	while (getline(&info, &n, f) > 0) {
 		sep = strstr(info, " - ");
 		if (!sep || sscanf(info, "%*u %*u %*s %4095s %4095s", root,
 				   where) != 2 ||
 		    sscanf(sep + 3, "%31s", type) != 1)
 			continue;
+		if (mnt && !strcmp(where, last))
+			mnt = 0;
 		/* v1: the super options (after the source) name "memory". */
 		if (*v1 && (strcmp(type, "cgroup") ||
 			    !strstr(sep + 3 + strlen(type), "memory")))
 			continue;
 		if (!*v1 && strcmp(type, "cgroup2"))
 			continue;
+		*hidden = true;
 		/* The cgroup's path below the mount's root. */
 		rlen = strcmp(root, "/") ? strlen(root) : 0;
 		if (strncmp(rel, root, rlen) || (rel[rlen] && rel[rlen] != '/'))
@@ -727,10 +757,13 @@ static size_t memcg_dir(char *dir, size_t len, bool *v1, bool *sub)
 			     strcmp(rel + rlen, "/") ? rel + rlen : "") < (int)len) {
 			mnt = strlen(where);
 			*sub = rlen > 0;
+			snprintf(last, sizeof(last), "%s", where);
 		}
 	}
 	free(info);
 	fclose(f);
+	if (mnt)
+		*hidden = false;
 	return mnt;
 }
 
@@ -747,18 +780,19 @@ static long long cg_least(long long limit, long long val)
  * reclaim throttles; v1: memory.limit_in_bytes, and at the cgroup itself
  * hierarchical_memory_limit, which takes in ancestors a container does
  * not see) less the usage reclaim cannot drop (all but page cache outside
- * tmpfs). SIZE_MAX when no limit applies or none can be read.
+ * tmpfs). SIZE_MAX when no limit applies or none can be read;
+ * RA_ROOM_HIDDEN when the hierarchy is mounted but hides the cgroup.
  */
 static size_t memcg_room(void)
 {
 	long long limit, hier, used, room, unlimited = 1LL << 62;
 	char dir[2 * RA_PATH_LEN];
 	size_t least = SIZE_MAX, mnt;
-	bool v1, sub, leaf = true;
+	bool v1, sub, hidden, leaf = true;
 
-	mnt = memcg_dir(dir, sizeof(dir), &v1, &sub);
+	mnt = memcg_dir(dir, sizeof(dir), &v1, &sub, &hidden);
 	if (!mnt)
-		return SIZE_MAX;
+		return hidden ? RA_ROOM_HIDDEN : SIZE_MAX;
 	/* Up to the mount point, and that too when it is not the root. */
 	while (strlen(dir) > mnt || (sub && strlen(dir) == mnt)) {
 		/* "max" (v2) reads as no number; v1 says unlimited as ~2^63. */
@@ -816,6 +850,9 @@ int ra_need_memory(struct ra_fs *fs, size_t bytes)
 
 	ksft_print_msg("memory: this test needs %zu MiB, MemAvailable %zu MiB\n",
 		       bytes >> 20, avail >> 20);
+	if (room == RA_ROOM_HIDDEN)
+		return ra_fs_skip(fs,
+				  "no mount shows this process's memory cgroup: its limit is unknown");
 	if (room != SIZE_MAX)
 		ksft_print_msg("memory: the memory cgroup's limit leaves %zu MiB\n",
 			       room >> 20);

@@ -42,6 +42,7 @@ struct ra_fs_kind {
  * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
  * @ra_saved: true when @saved_ra_kb holds a value to put back
  * @own: true when the filesystem was created by ra_fs_setup()
+ * @lock_fd: descriptor holding the READAHEAD_TEST_DIR disk's lock, or -1
  * @mnt: mount point, when @own
  * @file: path of the test file, removed on teardown
  * @why: one-line reason when setup returned KSFT_SKIP or failed
@@ -57,6 +58,7 @@ struct ra_fs {
 	unsigned long saved_ra_kb;
 	bool ra_saved;
 	bool own;
+	int lock_fd;
 	char mnt[RA_PATH_LEN];
 	char file[2 * RA_PATH_LEN];
 	char why[4 * RA_PATH_LEN];

@@ -9,18 +9,6 @@
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
 cd "$BASE_DIR" || exit 1
-if [ "${1:-}" != --session ]; then
-	# sh runs a trap only once its foreground job has ended: the tests run
-	# in the background, in a session of their own, which a signal to
-	# this script ends at once, the test running included.
-	setsid "$BASE_DIR/${0##*/}" --session &
-	pid=$!
-	trap 'kill -HUP -$pid 2>/dev/null; wait $pid; exit 129' HUP
-	trap 'kill -INT -$pid 2>/dev/null; wait $pid; exit 130' INT
-	trap 'kill -TERM -$pid 2>/dev/null; wait $pid; exit 143' TERM
-	wait $pid
-	exit
-fi
 # shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"
 # run_many() looks for "settings" in a subdirectory of BASE_DIR only: pass
@@ -31,11 +19,30 @@ if [ -z "${kselftest_override_timeout:-}" ] && [ -r settings ]; then
 fi
 
 out=$(mktemp) || exit 1
-trap 'rm -f "$out"' EXIT
+# The processes below process $1, each listed before its parent.
+below() {
+	for c in $(pgrep -P "$1"); do
+		below "$c"
+		echo "$c"
+	done
+}
+# sh runs a trap only once its foreground job has ended: the tests run in
+# the background, and a signal to this script ends them at once, every
+# process below it listed first, then each sent SIGTERM. They stay in the
+# caller's process group, so a signal to the group reaches them as well.
 # dash runs no EXIT trap on a signal.
-trap 'rm -f "$out"; exit 129' HUP
-trap 'rm -f "$out"; exit 130' INT
-trap 'rm -f "$out"; exit 143' TERM
+stop() {
+	trap '' HUP INT TERM
+	# shellcheck disable=SC2046 # a list of pids
+	kill -TERM $(below $$) 2>/dev/null
+	wait
+	rm -f "$out"
+	exit "$1"
+}
+trap 'rm -f "$out"' EXIT
+trap 'stop 129' HUP
+trap 'stop 130' INT
+trap 'stop 143' TERM
 # prctl_thp_disable: its prctl_thp_disable_file fixture (the runner's
 # per-test arguments).
 KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
@@ -47,5 +54,6 @@ else
 	set -- ./readahead_*
 	[ ! -x ./prctl_thp_disable ] || set -- "$@" ./prctl_thp_disable
 fi
-run_many "$@" | tee "$out"
+run_many "$@" | tee "$out" &
+wait $!
 ! grep -q '^not ok' "$out"
