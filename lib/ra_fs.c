@@ -2,21 +2,25 @@
 /*
  * The filesystem an mmap readahead selftest runs on.
  *
- * Each test gets a filesystem of its own: a sparse image on a tmpfs that
- * is mounted over /tmp in a private mount namespace, attached to a loop
- * device with LO_FLAGS_AUTOCLEAR, formatted and mounted in that namespace.
- * When the test process exits, even by SIGKILL, the namespace goes away,
- * the mount with it, and the loop device detaches itself: no mount, file
- * or loop device is left behind. Only the free loop device's
- * read_ahead_kb keeps a killed test's value (the teardown puts it back;
- * attaching never lowers it), until its next user sets it. What a test
- * changes outside it (read_ahead_kb of a disk of the user's, a file
- * there, a cgroup) is put back by a watcher process once the test process
- * is gone.
+ * A test runs on a filesystem made for it: a sparse image on a tmpfs
+ * mounted over /tmp, attached to a loop device with LO_FLAGS_AUTOCLEAR,
+ * formatted and mounted, all in the test binary's private mount
+ * namespace. The tests of one variant run one after another, each in a
+ * child of the binary, and share that filesystem: the first makes it, the
+ * next find it mounted (mkfs is most of a test's time under emulation);
+ * a test of another kind unmounts it and makes its own. When the binary
+ * exits, even by SIGKILL, the namespace goes away, the mounts with it,
+ * and the loop device detaches itself: no mount, file or loop device is
+ * left behind. Only the free loop device's read_ahead_kb keeps a killed
+ * test's value (the teardown puts it back; attaching never lowers it),
+ * until its next user sets it. What a test changes outside it
+ * (read_ahead_kb of a disk of the user's, a file there, a cgroup) is put
+ * back by a watcher process once the test process is gone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -302,6 +306,121 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
 	return ra_fs_fail(fs, "attaching a loop device");
 }
 
+/*
+ * The binary's mount namespace is made private before the harness forks
+ * its first test: the tests' mounts stay there for the tests after them,
+ * and go with the binary. Without CAP_SYS_ADMIN this fails, and so does
+ * every test's setup, with the reason ns_step and ns_err give.
+ */
+static bool ns_private;
+static const char *ns_step;
+static int ns_err;
+
+static void __attribute__((constructor)) ra_fs_private_ns(void)
+{
+	const char *env = getenv(RA_ENV_DIR);
+
+	if (env && *env)
+		return;
+	ns_step = "unshare(CLONE_NEWNS)";
+	if (unshare(CLONE_NEWNS)) {
+		ns_err = errno;
+		return;
+	}
+	/*
+	 * In a chroot whose root is no mount point of its own, "/" cannot be
+	 * made private (EINVAL), and mounts made here could propagate out.
+	 */
+	ns_step = "making mounts private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		ns_err = errno;
+		return;
+	}
+	ns_private = true;
+}
+
+/*
+ * What the scratch tmpfs holds, in RA_SCRATCH_TAG: this namespace's inode
+ * number (a /tmp not of this binary has no such file), then the
+ * filesystem made on it, "<type> <block size> <loop device>", once it is
+ * mounted.
+ */
+#define RA_SCRATCH_TAG		RA_SCRATCH "/.ra-fs"
+
+static unsigned long ns_ino(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/mnt", &st) ? 0 : st.st_ino;
+}
+
+/* Write the tag of the scratch tmpfs; with @fs, of its filesystem too. */
+static int scratch_tag(const struct ra_fs *fs)
+{
+	FILE *f = fopen(RA_SCRATCH_TAG, "we");
+	int ret;
+
+	if (!f)
+		return -1;
+	fprintf(f, "%lu", ns_ino());
+	if (fs)
+		fprintf(f, " %s %lu %s", fs->type, fs->block_size, fs->bdev);
+	ret = fprintf(f, "\n") < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* Remove what a test killed before its teardown left on the filesystem. */
+static void scratch_clean(const char *dir)
+{
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+
+	if (!dp)
+		return;
+	while ((d = readdir(dp)))
+		if (d->d_type != DT_DIR)
+			unlinkat(dirfd(dp), d->d_name, 0);
+	closedir(dp);
+}
+
+/*
+ * Take the filesystem an earlier test of this binary made, when it is of
+ * @kind; else unmount whatever earlier tests mounted over RA_SCRATCH, so
+ * that one image at a time takes memory. Return: true when @fs is ready.
+ */
+static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
+{
+	char type[16], bdev[32];
+	unsigned long ino, bsize;
+	int n, tries;
+	FILE *f;
+
+	for (tries = 0; tries < 8; tries++) {
+		f = fopen(RA_SCRATCH_TAG, "re");
+		if (!f)
+			return false;
+		n = fscanf(f, "%lu %15s %lu %31s", &ino, type, &bsize, bdev);
+		fclose(f);
+		if (n < 1 || ino != ns_ino())
+			return false;
+		if (n == 4 && !strcmp(type, kind->type) &&
+		    bsize == kind->block_size) {
+			snprintf(fs->mnt, sizeof(fs->mnt), "%s/mnt", RA_SCRATCH);
+			snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
+			snprintf(fs->bdev, sizeof(fs->bdev), "%s", bdev);
+			snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
+				 "/sys/block/%s/queue/read_ahead_kb", bdev);
+			scratch_clean(fs->dir);
+			fs->own = true;
+			return true;
+		}
+		umount2(RA_SCRATCH "/mnt", MNT_DETACH);
+		if (umount2(RA_SCRATCH, MNT_DETACH))
+			return false;
+	}
+	return false;
+}
+
 static int fs_mkfs(struct ra_fs *fs, const char *dev)
 {
 	bool xfs = !strcmp(fs->type, "xfs");
@@ -355,10 +474,11 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * @fs: state to fill in; @fs->why holds the reason on skip or failure
  * @kind: filesystem type and block size in bytes
  *
- * Moves the caller into a private mount namespace, mounts a tmpfs over
- * /tmp there, creates a sparse image on it, attaches it to a loop device
+ * In the binary's private mount namespace, takes the filesystem of @kind
+ * an earlier test made, emptied of files, or makes one: mounts a tmpfs
+ * over /tmp, creates a sparse image on it, attaches it to a loop device
  * with LO_FLAGS_AUTOCLEAR, runs mkfs and mounts the result. Everything
- * vanishes with the calling process. When the environment variable
+ * vanishes with the binary. When the environment variable
  * READAHEAD_TEST_DIR names a directory, that directory is used instead
  * and nothing is created.
  *
@@ -389,18 +509,16 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		return ra_fs_skip(fs,
 				  "in a user namespace: a loop filesystem needs CAP_SYS_ADMIN in the initial one");
 
-	if (unshare(CLONE_NEWNS))
-		return ra_fs_fail(fs, "unshare(CLONE_NEWNS)");
-	/*
-	 * In a chroot whose root is no mount point of its own, "/" cannot be
-	 * made private (EINVAL), and mounts made here could propagate out.
-	 */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
-		if (errno == EINVAL)
+	if (!ns_private) {
+		if (ns_err == EINVAL)
 			return ra_fs_skip(fs,
 					  "/ is no mount point (chroot?): mounts cannot be private");
-		return ra_fs_fail(fs, "making mounts private");
+		errno = ns_err;
+		return ra_fs_fail(fs, ns_step ? ns_step : "no private mount namespace");
 	}
+	if (fs_reuse(fs, kind))
+		return 0;
+
 	/*
 	 * The image's metadata lives on this tmpfs: let it take at most half
 	 * of MemAvailable, so that on a small machine mkfs runs out of room
@@ -409,7 +527,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(opts_buf, sizeof(opts_buf), "mode=0700,size=%zuk",
 		 mem_available() / 2048);
 	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0,
-		  mem_available() ? opts_buf : "mode=0700"))
+		  mem_available() ? opts_buf : "mode=0700") || scratch_tag(NULL))
 		return ra_fs_fail(fs, "mounting scratch tmpfs");
 
 	snprintf(img, sizeof(img), "%s/image", RA_SCRATCH);
@@ -461,17 +579,18 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
 	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
 		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
+	if (scratch_tag(fs))
+		return ra_fs_fail(fs, "tagging the scratch tmpfs");
 	return 0;
 }
 
 /**
- * ra_fs_teardown() - unmount what ra_fs_setup() created
+ * ra_fs_teardown() - undo what a test did to its filesystem
  * @fs: filesystem state
  *
- * Unmounting releases the loop device, which then detaches itself. A
- * process that dies without calling this leaves nothing either: its mount
- * namespace, and the mounts in it, go away with it. The disk's read_ahead_kb
- * is put back and the test file removed.
+ * Puts the disk's read_ahead_kb back and removes the test file. The
+ * filesystem stays mounted for the next test; it goes with the binary's
+ * mount namespace, and then its loop device detaches itself.
  */
 void ra_fs_teardown(struct ra_fs *fs)
 {
@@ -479,11 +598,6 @@ void ra_fs_teardown(struct ra_fs *fs)
 	if (fs->file[0])
 		unlink(fs->file);
 	fs->file[0] = '\0';
-	if (!fs->own)
-		return;
-	umount2(fs->mnt, MNT_DETACH);
-	umount2(RA_SCRATCH, MNT_DETACH);
-	fs->own = false;
 }
 
 /*
