@@ -93,7 +93,9 @@ int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
  * @fd: receives the open file descriptor
  *
  * Prints the filesystem, read_ahead_kb, ra_pages and folio size the test
- * runs with.
+ * runs with. Setting read_ahead_kb here, every time, is what keeps a test
+ * on a filesystem an earlier test made (RA_FS_SHARE_MOUNTS()) from
+ * running with that test's window.
  *
  * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set.
  */
@@ -158,7 +160,7 @@ int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
  * @size: length of @map in bytes
  * @fd: descriptor of the test file, or -1
  *
- * Unmaps @map, closes @fd and tears the filesystem down
+ * Unmaps @map, closes @fd and undoes what the test did to its filesystem
  * (ra_fs_teardown()).
  */
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)

@@ -4,23 +4,26 @@
  *
  * A test runs on a filesystem made for it: a sparse image on a tmpfs
  * mounted over /tmp, attached to a loop device with LO_FLAGS_AUTOCLEAR,
- * formatted and mounted, all in the test binary's private mount
- * namespace. The tests of one variant run one after another, each in a
- * child of the binary, and share that filesystem: the first makes it, the
- * next find it mounted (mkfs is most of a test's time under emulation);
- * a test of another kind unmounts it and makes its own. When the binary
- * exits, even by SIGKILL, the namespace goes away, the mounts with it,
+ * formatted and mounted in a private mount namespace. In a binary that
+ * says RA_FS_SHARE_MOUNTS(), that namespace is the binary's: a test that
+ * follows one of the same kind (filesystem type and block size) finds its
+ * filesystem mounted, empties it and runs on it (mkfs is most of a test's
+ * time under emulation); a test of another kind unmounts it and makes its
+ * own. Every test sets read_ahead_kb before it opens its file
+ * (ra_file_prepare()), so nothing of an earlier test's reaches it but the
+ * filesystem. Otherwise each test has a namespace of its own. When the
+ * namespace's last process exits, even by SIGKILL, the mounts go with it
  * and the loop device detaches itself: no mount, file or loop device is
- * left behind. Only the free loop device's read_ahead_kb keeps a killed
- * test's value (the teardown puts it back; attaching never lowers it),
- * until its next user sets it. What a test changes outside it
- * (read_ahead_kb of a disk of the user's, a file there, a cgroup) is put
- * back by a watcher process once the test process is gone.
+ * left behind. A free loop device keeps the read_ahead_kb of a test
+ * killed before its teardown (attaching never lowers it) until its next
+ * user sets it. What a test changes outside it (read_ahead_kb of a disk
+ * of the user's, a file there, a cgroup) is put back by a watcher process
+ * once the test process is gone.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -307,66 +310,85 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
 }
 
 /*
- * The binary's mount namespace is made private before the harness forks
- * its first test: the tests' mounts stay there for the tests after them,
- * and go with the binary. Without CAP_SYS_ADMIN this fails, and so does
- * every test's setup, with the reason ns_step and ns_err give.
+ * Set by ra_fs_share_mounts(): the binary's mount namespace is private,
+ * and RA_SCRATCH was on device ns_tmp_dev before any test mounted over it.
  */
-static bool ns_private;
-static const char *ns_step;
-static int ns_err;
+static bool ns_shared;
+static dev_t ns_tmp_dev;
 
-static void __attribute__((constructor)) ra_fs_private_ns(void)
+/**
+ * ra_fs_share_mounts() - let the tests of a binary share their filesystems
+ *
+ * Called before the harness forks the first test (RA_FS_SHARE_MOUNTS()):
+ * moves the binary into a private mount namespace, where the filesystem
+ * a test makes stays mounted for the tests after it and goes with the
+ * binary. Nothing in READAHEAD_TEST_DIR mode; where it fails (no
+ * CAP_SYS_ADMIN, a chroot), each test's setup makes a namespace of its
+ * own and says why it cannot.
+ */
+void ra_fs_share_mounts(void)
 {
 	const char *env = getenv(RA_ENV_DIR);
+	struct stat st;
 
-	if (env && *env)
+	if ((env && *env) || stat(RA_SCRATCH, &st) || unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return;
-	ns_step = "unshare(CLONE_NEWNS)";
-	if (unshare(CLONE_NEWNS)) {
-		ns_err = errno;
-		return;
-	}
-	/*
-	 * In a chroot whose root is no mount point of its own, "/" cannot be
-	 * made private (EINVAL), and mounts made here could propagate out.
-	 */
-	ns_step = "making mounts private";
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
-		ns_err = errno;
-		return;
-	}
-	ns_private = true;
+	ns_tmp_dev = st.st_dev;
+	ns_shared = true;
 }
 
 /*
- * What the scratch tmpfs holds, in RA_SCRATCH_TAG: this namespace's inode
- * number (a /tmp not of this binary has no such file), then the
- * filesystem made on it, "<type> <block size> <loop device>", once it is
- * mounted.
+ * The filesystem on the scratch tmpfs, "<type> <block size> <loop
+ * device>", written once it is mounted (renamed into place: a test killed
+ * while writing leaves no half a tag).
  */
 #define RA_SCRATCH_TAG		RA_SCRATCH "/.ra-fs"
 
-static unsigned long ns_ino(void)
-{
-	struct stat st;
-
-	return stat("/proc/self/ns/mnt", &st) ? 0 : st.st_ino;
-}
-
-/* Write the tag of the scratch tmpfs; with @fs, of its filesystem too. */
 static int scratch_tag(const struct ra_fs *fs)
 {
-	FILE *f = fopen(RA_SCRATCH_TAG, "we");
+	FILE *f = fopen(RA_SCRATCH_TAG ".new", "wxe");
 	int ret;
 
 	if (!f)
 		return -1;
-	fprintf(f, "%lu", ns_ino());
-	if (fs)
-		fprintf(f, " %s %lu %s", fs->type, fs->block_size, fs->bdev);
-	ret = fprintf(f, "\n") < 0;
-	return fclose(f) || ret ? -1 : 0;
+	ret = fprintf(f, "%s %lu %s\n", fs->type, fs->block_size, fs->bdev);
+	if (fclose(f) || ret < 0)
+		return -1;
+	return rename(RA_SCRATCH_TAG ".new", RA_SCRATCH_TAG);
+}
+
+/*
+ * Whether RA_SCRATCH is a scratch tmpfs an earlier test of this binary
+ * mounted: in the binary's own namespace nothing else mounts over it, and
+ * nothing is read from the RA_SCRATCH the binary found (the host's /tmp).
+ */
+static bool scratch_mounted(void)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	return !stat(RA_SCRATCH, &st) && st.st_dev != ns_tmp_dev &&
+	       !statfs(RA_SCRATCH, &sfs) && sfs.f_type == TMPFS_MAGIC;
+}
+
+/* Whether @path is the root of a filesystem on block device @bdev. */
+static bool mounted_from(const char *path, const char *bdev)
+{
+	char sys[96];
+	unsigned int maj, min;
+	struct stat st;
+	FILE *f;
+	int n;
+
+	snprintf(sys, sizeof(sys), "/sys/block/%s/dev", bdev);
+	f = fopen(sys, "re");
+	if (!f)
+		return false;
+	n = fscanf(f, "%u:%u", &maj, &min);
+	fclose(f);
+	return n == 2 && !lstat(path, &st) && S_ISDIR(st.st_mode) &&
+	       st.st_dev == makedev(maj, min);
 }
 
 /* Remove what a test killed before its teardown left on the filesystem. */
@@ -385,28 +407,30 @@ static void scratch_clean(const char *dir)
 
 /*
  * Take the filesystem an earlier test of this binary made, when it is of
- * @kind; else unmount whatever earlier tests mounted over RA_SCRATCH, so
- * that one image at a time takes memory. Return: true when @fs is ready.
+ * @kind and still mounted; else unmount what earlier tests mounted over
+ * RA_SCRATCH (a scratch tmpfs a killed test left unfinished too), so that
+ * one image at a time takes memory. Each pass of the loop unmounts one.
+ * Return: true when @fs is ready.
  */
 static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 {
-	char type[16], bdev[32];
-	unsigned long ino, bsize;
-	int n, tries;
+	char type[16], bdev[32], mnt[RA_PATH_LEN];
+	unsigned long bsize;
+	int n = 0;
 	FILE *f;
 
-	for (tries = 0; tries < 8; tries++) {
+	snprintf(mnt, sizeof(mnt), "%s/mnt", RA_SCRATCH);
+	while (scratch_mounted()) {
 		f = fopen(RA_SCRATCH_TAG, "re");
-		if (!f)
-			return false;
-		n = fscanf(f, "%lu %15s %lu %31s", &ino, type, &bsize, bdev);
-		fclose(f);
-		if (n < 1 || ino != ns_ino())
-			return false;
-		if (n == 4 && !strcmp(type, kind->type) &&
-		    bsize == kind->block_size) {
-			snprintf(fs->mnt, sizeof(fs->mnt), "%s/mnt", RA_SCRATCH);
-			snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
+		if (f) {
+			n = fscanf(f, "%15s %lu %31s", type, &bsize, bdev);
+			fclose(f);
+		}
+		if (f && n == 3 && !strcmp(type, kind->type) &&
+		    bsize == kind->block_size && !strncmp(bdev, "loop", 4) &&
+		    mounted_from(mnt, bdev)) {
+			snprintf(fs->mnt, sizeof(fs->mnt), "%s", mnt);
+			snprintf(fs->dir, sizeof(fs->dir), "%s", mnt);
 			snprintf(fs->bdev, sizeof(fs->bdev), "%s", bdev);
 			snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
 				 "/sys/block/%s/queue/read_ahead_kb", bdev);
@@ -414,7 +438,7 @@ static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 			fs->own = true;
 			return true;
 		}
-		umount2(RA_SCRATCH "/mnt", MNT_DETACH);
+		umount2(mnt, MNT_DETACH);
 		if (umount2(RA_SCRATCH, MNT_DETACH))
 			return false;
 	}
@@ -474,11 +498,12 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * @fs: state to fill in; @fs->why holds the reason on skip or failure
  * @kind: filesystem type and block size in bytes
  *
- * In the binary's private mount namespace, takes the filesystem of @kind
- * an earlier test made, emptied of files, or makes one: mounts a tmpfs
- * over /tmp, creates a sparse image on it, attaches it to a loop device
- * with LO_FLAGS_AUTOCLEAR, runs mkfs and mounts the result. Everything
- * vanishes with the binary. When the environment variable
+ * Takes the filesystem of @kind an earlier test of the binary made, when
+ * RA_FS_SHARE_MOUNTS() lets it, emptied of files; else makes one: mounts
+ * a tmpfs over /tmp in a private mount namespace, creates a sparse image
+ * on it, attaches it to a loop device with LO_FLAGS_AUTOCLEAR, runs mkfs
+ * and mounts the result. Everything vanishes with the namespace's last
+ * process. When the environment variable
  * READAHEAD_TEST_DIR names a directory, that directory is used instead
  * and nothing is created.
  *
@@ -509,16 +534,23 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		return ra_fs_skip(fs,
 				  "in a user namespace: a loop filesystem needs CAP_SYS_ADMIN in the initial one");
 
-	if (!ns_private) {
-		if (ns_err == EINVAL)
-			return ra_fs_skip(fs,
-					  "/ is no mount point (chroot?): mounts cannot be private");
-		errno = ns_err;
-		return ra_fs_fail(fs, ns_step ? ns_step : "no private mount namespace");
-	}
-	if (fs_reuse(fs, kind))
+	if (ns_shared && fs_reuse(fs, kind))
 		return 0;
-
+	if (!ns_shared) {
+		if (unshare(CLONE_NEWNS))
+			return ra_fs_fail(fs, "unshare(CLONE_NEWNS)");
+		/*
+		 * In a chroot whose root is no mount point of its own, "/"
+		 * cannot be made private (EINVAL), and mounts made here could
+		 * propagate out.
+		 */
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+			if (errno == EINVAL)
+				return ra_fs_skip(fs,
+						  "/ is no mount point (chroot?): mounts cannot be private");
+			return ra_fs_fail(fs, "making mounts private");
+		}
+	}
 	/*
 	 * The image's metadata lives on this tmpfs: let it take at most half
 	 * of MemAvailable, so that on a small machine mkfs runs out of room
@@ -527,7 +559,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(opts_buf, sizeof(opts_buf), "mode=0700,size=%zuk",
 		 mem_available() / 2048);
 	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0,
-		  mem_available() ? opts_buf : "mode=0700") || scratch_tag(NULL))
+		  mem_available() ? opts_buf : "mode=0700"))
 		return ra_fs_fail(fs, "mounting scratch tmpfs");
 
 	snprintf(img, sizeof(img), "%s/image", RA_SCRATCH);
@@ -589,8 +621,8 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
  * @fs: filesystem state
  *
  * Puts the disk's read_ahead_kb back and removes the test file. The
- * filesystem stays mounted for the next test; it goes with the binary's
- * mount namespace, and then its loop device detaches itself.
+ * filesystem stays mounted for the next test; it goes with its mount
+ * namespace, and then its loop device detaches itself.
  */
 void ra_fs_teardown(struct ra_fs *fs)
 {
@@ -660,8 +692,8 @@ static pid_t spawn_watcher(const char *path, long value, int keep_fd)
  * cgroup after killing what is left in it): a child in its own session waits for the
  * end of a pipe that only the caller holds open. The child runs
  * /bin/sh, so that a kill by the test's name (pkill, killall) spares it.
- * Only for what outlives the test's private mount namespace and
- * autoclearing loop device: a READAHEAD_TEST_DIR disk's read_ahead_kb
+ * Only for what outlives the private mount namespace and autoclearing
+ * loop device: a READAHEAD_TEST_DIR disk's read_ahead_kb
  * and file, and a cgroup.
  *
  * Return: the child's pid, or -1.

@@ -41,7 +41,7 @@ struct ra_fs_kind {
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
  * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
  * @ra_saved: true when @saved_ra_kb holds a value to put back
- * @own: true when the filesystem was created by ra_fs_setup()
+ * @own: true when ra_fs_setup() made the filesystem (no READAHEAD_TEST_DIR)
  * @lock_fd: descriptor holding the READAHEAD_TEST_DIR disk's lock, or -1
  * @mnt: mount point, when @own
  * @file: path of the test file, removed on teardown
@@ -65,6 +65,7 @@ struct ra_fs {
 };
 
 /* ra_fs.c: the filesystem, its disk's read_ahead_kb, the machine's memory */
+void ra_fs_share_mounts(void);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
 void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
@@ -86,6 +87,21 @@ void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 	ra_xfs_64k;
+
+/**
+ * RA_FS_SHARE_MOUNTS() - let the tests of this binary share filesystems
+ *
+ * Said once in a test source: ra_fs_share_mounts() runs before the
+ * harness forks the first test, and ra_fs_setup() then reuses a
+ * filesystem an earlier test of the same kind made instead of running
+ * mkfs again. A binary without it (one of mm's with a few cases on
+ * ra_fs) is left in the mount namespace it was started in.
+ */
+#define RA_FS_SHARE_MOUNTS()						\
+static void __attribute__((constructor)) ra_fs_share_mounts_early(void) \
+{									\
+	ra_fs_share_mounts();						\
+}
 
 #ifdef __KSELFTEST_HARNESS_H
 /**

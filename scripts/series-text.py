@@ -258,9 +258,9 @@ it: ra_fs.[ch] give a test a filesystem made for it, so that its block
 size and read_ahead_kb are its own and the disk the tests run from is
 left alone (a sparse image on a private tmpfs, on a loop device with
 LO_FLAGS_AUTOCLEAR, mounted in the binary's private mount namespace and
-kept there for the next test of the same variant, so that mkfs runs once
-per variant and no mount, file or loop device is left behind even when
-the binary is killed), check that the
+kept there for the next test of the same filesystem type and block size,
+so that mkfs runs once per kind and no mount, file or loop device is
+left behind even when the binary is killed), check that the
 memory a test needs is available, and set read_ahead_kb and put it back;
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
@@ -477,9 +477,12 @@ REVIEW_NOTES = [
     'failure lines name it). Each test names the comment or '
     'commit it relies on, so that a change of the rule is a decision the '
     'test makes visible, not a regression hidden in it.',
-    'A filesystem per variant (loop device over tmpfs, mkfs, mount, in the '
-    'binary\'s private mount namespace, made by the first case of the '
-    'variant and emptied for each next one): what gives a case its block size and '
+    'A filesystem per kind of filesystem (loop device over tmpfs, mkfs, '
+    'mount, in the binary\'s private mount namespace, made by the first '
+    'case of the kind and emptied for each next one; the namespace is '
+    'taken before the harness forks, by a constructor each test source '
+    'asks for with RA_FS_SHARE_MOUNTS(), so that mm\'s prctl_thp_disable, '
+    'linked with the lib for its file cases, keeps its own): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
     'leaves no mount, file or loop device behind a killed test (the free '
     'loop device keeps its read_ahead_kb until its next user sets it). '

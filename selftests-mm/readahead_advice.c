@@ -32,6 +32,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define RA_KB		16384UL
 /* The file, in ra windows: every probe lies well inside it. */
 #define FILE_WINDOWS	8

@@ -24,6 +24,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 /*
  * One window per piece: a healthy async readahead stays a piece ahead.
  * With a window smaller than a piece no readahead can reach the next

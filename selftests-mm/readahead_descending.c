@@ -24,6 +24,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define SEQ_SIZE	(128UL << 20)
 #define RA_KB		8192UL
 #define PMD_WALK	256UL

@@ -27,6 +27,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
 #define SEQ_SIZE	(128UL << 20)
 #define RANDOM_KB	512UL

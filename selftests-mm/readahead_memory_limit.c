@@ -47,6 +47,8 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
+RA_FS_SHARE_MOUNTS()
+
 /* The ra window in pages, four times the room; the walk is four windows. */
 #define RA_PAGES	512UL
 #define WINDOWS		4

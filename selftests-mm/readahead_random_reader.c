@@ -34,6 +34,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define WARMUP		(RA_MMAP_LOTSAMISS + 10)
 #define RUNS		50
 #define WARM_KB		128UL

@@ -23,6 +23,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 /*
  * Far more than half of any window tested: the read-around is not
  * clamped. A read from the start of the file is not affected: the window
@@ -60,19 +62,19 @@ FIXTURE_VARIANT(read_around) {
 #define DEFAULT_RA_KB	128UL
 
 FIXTURE_VARIANT_ADD(read_around, ext4_4k_win4) { .fs = &ra_ext4_4k, .folios = 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_win4) { .fs = &ra_xfs_4k, .folios = 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_win4) { .fs = &ra_xfs_16k, .folios = 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_win4) { .fs = &ra_xfs_32k, .folios = 4 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_win4) { .fs = &ra_xfs_64k, .folios = 4 };
 FIXTURE_VARIANT_ADD(read_around, ext4_4k_win3) { .fs = &ra_ext4_4k, .folios = 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_4k_win3) { .fs = &ra_xfs_4k, .folios = 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_16k_win3) { .fs = &ra_xfs_16k, .folios = 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_32k_win3) { .fs = &ra_xfs_32k, .folios = 3 };
-FIXTURE_VARIANT_ADD(read_around, xfs_64k_win3) { .fs = &ra_xfs_64k, .folios = 3 };
 FIXTURE_VARIANT_ADD(read_around, ext4_4k_default) { .fs = &ra_ext4_4k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_win4) { .fs = &ra_xfs_4k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_4k_win3) { .fs = &ra_xfs_4k, .folios = 3 };
 FIXTURE_VARIANT_ADD(read_around, xfs_4k_default) { .fs = &ra_xfs_4k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_win4) { .fs = &ra_xfs_16k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_16k_win3) { .fs = &ra_xfs_16k, .folios = 3 };
 FIXTURE_VARIANT_ADD(read_around, xfs_16k_default) { .fs = &ra_xfs_16k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_win4) { .fs = &ra_xfs_32k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_32k_win3) { .fs = &ra_xfs_32k, .folios = 3 };
 FIXTURE_VARIANT_ADD(read_around, xfs_32k_default) { .fs = &ra_xfs_32k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_win4) { .fs = &ra_xfs_64k, .folios = 4 };
+FIXTURE_VARIANT_ADD(read_around, xfs_64k_win3) { .fs = &ra_xfs_64k, .folios = 3 };
 FIXTURE_VARIANT_ADD(read_around, xfs_64k_default) { .fs = &ra_xfs_64k, .folios = 0 };
 
 FIXTURE_SETUP(read_around)

@@ -32,6 +32,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define RA_KB		128UL
 #define REGION_OFF	(8UL << 20)
 #define REGION_SIZE	(64UL << 20)

@@ -39,6 +39,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
 #define SEQ_SIZE	(128UL << 20)
 #define WIDE_KB		512UL
@@ -69,11 +71,11 @@ FIXTURE_VARIANT(sticky_miss) {
 };
 
 FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k) { .fs = &ra_ext4_4k, .ra_kb = WIDE_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k_default) { .fs = &ra_ext4_4k, .ra_kb = DEFAULT_KB };
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_4k) { .fs = &ra_xfs_4k, .ra_kb = WIDE_KB };
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k) { .fs = &ra_xfs_16k, .ra_kb = WIDE_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k) { .fs = &ra_xfs_64k, .ra_kb = WIDE_KB };
-FIXTURE_VARIANT_ADD(sticky_miss, ext4_4k_default) { .fs = &ra_ext4_4k, .ra_kb = DEFAULT_KB };
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k_default) { .fs = &ra_xfs_16k, .ra_kb = DEFAULT_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k) { .fs = &ra_xfs_64k, .ra_kb = WIDE_KB };
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k_default) { .fs = &ra_xfs_64k, .ra_kb = DEFAULT_KB };
 
 FIXTURE_SETUP(sticky_miss)

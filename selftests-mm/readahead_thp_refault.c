@@ -27,6 +27,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 /* Refaulted pages, one per slot of two RA_THP_FOLIO_MAX folios. */
 #define SLOTS		8
 /*

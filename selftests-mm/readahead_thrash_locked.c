@@ -35,6 +35,8 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define ROUNDS		30
 #define FAULTERS	8	/* one reader, seven waiters, each round */
 #define STATE_WAIT_S	5	/* a held read never ends: only a bound */

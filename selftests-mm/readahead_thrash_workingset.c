@@ -42,6 +42,8 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define ROUNDS		30
 #define HITS		3	/* refaulted folios hit per round */
 #define BALLAST		(8UL << 20)

@@ -22,6 +22,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define RA_KB		512UL
 #define FRAMES		24
 #define LUMA_SIZE	(3840UL * 2160)

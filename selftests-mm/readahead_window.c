@@ -44,6 +44,8 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
+RA_FS_SHARE_MOUNTS()
+
 #define RA_KB		16384UL
 /* The file, in ra windows; the forward walk starts at 4 ra. */
 #define FILE_WINDOWS	8
