@@ -41,7 +41,7 @@ struct ra_fs_kind {
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
  * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
  * @ra_saved: true when @saved_ra_kb holds a value to put back
- * @own: true when ra_fs_setup() made the filesystem (no READAHEAD_TEST_DIR)
+ * @own: ra_fs_setup() made or reused a loop filesystem (no READAHEAD_TEST_DIR)
  * @lock_fd: descriptor holding the READAHEAD_TEST_DIR disk's lock, or -1
  * @mnt: mount point, when @own
  * @file: path of the test file, removed on teardown
@@ -94,8 +94,8 @@ extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
  * Said once in a test source: ra_fs_share_mounts() runs before the
  * harness forks the first test, and ra_fs_setup() then reuses a
  * filesystem an earlier test of the same kind made instead of running
- * mkfs again. A binary without it (one of mm's with a few cases on
- * ra_fs) is left in the mount namespace it was started in.
+ * mkfs again. Without it (mm's prctl_thp_disable), each test's
+ * ra_fs_setup() unshares a mount namespace of its own and runs mkfs.
  */
 #define RA_FS_SHARE_MOUNTS()						\
 static void __attribute__((constructor)) ra_fs_share_mounts_early(void) \
