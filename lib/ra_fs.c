@@ -9,9 +9,9 @@
  * follows one of the same kind (filesystem type and block size) finds its
  * filesystem mounted, empties it and runs on it (mkfs is most of a test's
  * time under emulation); a test of another kind unmounts it and makes its
- * own. Every test sets read_ahead_kb before it opens its file
- * (ra_file_prepare()), so nothing of an earlier test's reaches it but the
- * filesystem. Otherwise each test has a namespace of its own. When the
+ * own. A test gets a new file, set read_ahead_kb first, and a cold open
+ * that is checked (ra_file_prepare()); what persists (metadata caches,
+ * the image) moves no page count. Else a test has its own namespace. When the
  * namespace's last process exits, even by SIGKILL, the mounts go with it
  * and the loop device detaches itself: no mount, file or loop device is
  * left behind. A free loop device keeps the read_ahead_kb of a test
@@ -409,7 +409,7 @@ static void scratch_clean(const char *dir)
  * Take the filesystem an earlier test of this binary made, when it is of
  * @kind and still mounted; else unmount what earlier tests mounted over
  * RA_SCRATCH (a scratch tmpfs a killed test left unfinished too), so that
- * one image at a time takes memory. Each pass of the loop unmounts one.
+ * one image at a time takes memory. Each pass unmounts one scratch tmpfs.
  * Return: true when @fs is ready.
  */
 static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
@@ -621,8 +621,8 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
  * @fs: filesystem state
  *
  * Puts the disk's read_ahead_kb back and removes the test file. The
- * filesystem stays mounted for the next test; it goes with its mount
- * namespace, and then its loop device detaches itself.
+ * filesystem stays mounted (for a next test: RA_FS_SHARE_MOUNTS()); it
+ * goes with its namespace, and then its loop device detaches itself.
  */
 void ra_fs_teardown(struct ra_fs *fs)
 {

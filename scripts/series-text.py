@@ -257,11 +257,15 @@ The helpers every such test uses, which mm's vm_util lacks, come with
 it: ra_fs.[ch] give a test a filesystem made for it, so that its block
 size and read_ahead_kb are its own and the disk the tests run from is
 left alone (a sparse image on a private tmpfs, on a loop device with
-LO_FLAGS_AUTOCLEAR, mounted in the binary's private mount namespace and
-kept there for the next test of the same filesystem type and block size,
-so that mkfs runs once per kind and no mount, file or loop device is
-left behind even when the binary is killed), check that the
-memory a test needs is available, and set read_ahead_kb and put it back;
+LO_FLAGS_AUTOCLEAR, in a private mount namespace, so that no mount, file
+or loop device is left behind even when the test is killed), and set
+read_ahead_kb and put it back. A test source that says
+RA_FS_SHARE_MOUNTS() moves its binary into that namespace before the
+harness forks the first test (a constructor): a test then finds the
+filesystem an earlier test of the same type and block size left mounted
+there, emptied of files, and mkfs runs once per kind, not per test
+(under TCG, mkfs.xfs writing its 64 MiB log was most of a test's time);
+without it, each test makes its own namespace and filesystem;
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
 and print each figure with its bound, ra_pages and folio size in one
@@ -376,33 +380,22 @@ def test_changelog(name, series, variants=None, extends=False):
         confs = dict(sp.configurations())
         # A configuration built on fixes breaks by what it adds to them.
         fixed = set(confs.get('v7.3+fixes', []))
-        changes, versions = [], {}
+        changes = []
         for c in breaking:
             own = [ptch for ptch in confs.get(c, []) if ptch not in fixed]
             for ptch in own or confs.get(c, []):
-                # Versions of one change are one change to a reader, named
-                # with the versions, so that an earlier version of a fix
-                # is not read as the fix itself.
-                subj = subject_of(ptch)
-                m = (re.search(r' \((v\d+)\)$', subj) or
-                     re.search(r'-(v\d+)\.patch$', ptch))
-                subj = re.sub(r' \(v\d+\)$', '', subj)
+                # Versions of one change are one change to a reader.
+                subj = re.sub(r' \(v\d+\)$', '', subject_of(ptch))
                 if subj not in changes:
                     changes.append(subj)
-                if m and m.group(1) not in versions.setdefault(subj, []):
-                    versions[subj].append(m.group(1))
-        changes = [c + (' (%s, %s)' % (', '.join(versions[c]),
-                                       'earlier versions'
-                                       if len(versions[c]) > 1
-                                       else 'an earlier version')
-                        if versions.get(c) else '') for c in changes]
         old = released(cases, rows, cols)
         if old:
             text += ' It fails on released kernels %s.' % ', '.join(old)
         body += ['', wrap(text)]
         if changes:
             body += ['', wrap('It was checked to fail on 7.3 with each of '
-                              'these changes applied:'), '']
+                              'these changes applied, each written to break '
+                              'the rule (none is upstream):'), '']
             body += [wrap('- ' + c, '  ').replace('  - ', '- ', 1)
                      .replace('\n  ', '\n    ') for c in changes]
         good_cols = [b for b in base if b.startswith('v')]
@@ -439,9 +432,9 @@ def kernel_changelog(patch):
 
 
 SHARED = """\
-Each test makes its own loop filesystem (ext4, and XFS with 4, 16 and
-64 KiB blocks, so that filesystems with a min folio order are covered),
-drops its file from the page cache, faults it in through a mapping in a
+Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
+blocks, so that filesystems with a min folio order are covered; one per
+kind, shared by the tests of a binary in turn), drops its file from the page cache, faults it in through a mapping in a
 fixed pattern, and bounds either the major faults it takes (ru_majflt)
 or the pages it brings into the page cache (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
@@ -462,7 +455,7 @@ or only this category, as KernelCI runs it:
   make -C tools/testing/selftests TARGETS=mm INSTALL_PATH=/tmp/ksft install
   /tmp/ksft/run_kselftest.sh -t mm:ksft_readahead.sh
 
-or one test: cd tools/testing/selftests/mm && ./readahead_exec_mapping
+or one test: cd tools/testing/selftests/mm && ./readahead_<name>
 (-l lists its cases, -r FIXTURE.VARIANT.TEST runs one)."""
 
 

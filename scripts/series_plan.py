@@ -427,7 +427,10 @@ def stage(dest, specs):
         names = set(IDENT.findall(strip_code(source(t))))
         every |= names
         used = needed(libs, names)
-        common = used if common is None else common & used
+        # The category's harness: what every test of the category uses
+        # (mm's own tests with cases on the lib do not narrow it).
+        if not patched(t):
+            common = used if common is None else common & used
     allk = needed(libs, every)
     # What no test uses (nothing would ever bring it in) stays throughout.
     for f, (_, us) in libs.items():
