@@ -438,10 +438,9 @@ def stage(dest, specs):
             if (f, k) not in allk:
                 roots |= u[3]
     keep = needed(libs, roots)
-    if not chosen:
-        # The category alone: what every test uses, directly or through
-        # the helpers it calls.
-        keep |= common or set()
+    # The category: what every test uses, directly or through the helpers
+    # it calls, in every stage (a stage of mm's own test alone too).
+    keep |= common or set()
     for f, (lines, us) in libs.items():
         idx = {k for g, k in keep if g == f}
         if has_api(us, idx, {k for g, k in allk if g == f}):
