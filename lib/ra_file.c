@@ -94,10 +94,11 @@ int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
  *
  * Prints the filesystem, read_ahead_kb, ra_pages and folio size the test
  * runs with. Setting read_ahead_kb here, every time, is what keeps a test
- * on a filesystem an earlier test made (RA_FS_SHARE_MOUNTS()) from
+ * on a filesystem an earlier test made (ra_fs_reuse_init()) from
  * running with that test's window.
  *
- * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set.
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set; then
+ * ra_ready() puts read_ahead_kb back and removes the file.
  */
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd)
@@ -105,22 +106,14 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	char path[2 * RA_PATH_LEN];
 	int ret;
 
-	/* A failing fixture setup gets no teardown: undo here. */
 	ret = ra_set_read_ahead_kb(fs, ra_kb);
-	if (ret) {
-		ra_restore_read_ahead_kb(fs);
+	if (ret)
 		return ret;
-	}
-	if (ra_file_create(fs, "ra-test", size, path, sizeof(path))) {
-		ret = ra_fs_fail(fs, "creating test file");
-		ra_restore_read_ahead_kb(fs);
-		return ret;
-	}
+	if (ra_file_create(fs, "ra-test", size, path, sizeof(path)))
+		return ra_fs_fail(fs, "creating test file");
 	ret = ra_open_cold(fs, path, fd);
-	if (ret) {
-		ra_fs_teardown(fs);
+	if (ret)
 		return ret;
-	}
 	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
 		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
 		       size >> 20);
@@ -137,8 +130,9 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
  *
  * ra_file_prepare(), then the mapping most tests read through.
  *
- * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set (on -1 after
- * the file was opened, @fd stays open for ra_teardown()).
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set; then
+ * ra_ready() puts read_ahead_kb back and removes the file (@fd, when
+ * open, goes with the test process).
  */
 int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
 		char **map)

@@ -4,21 +4,24 @@
  *
  * A test runs on a filesystem made for it: a sparse image on a tmpfs
  * mounted over /tmp, attached to a loop device with LO_FLAGS_AUTOCLEAR,
- * formatted and mounted in a private mount namespace. In a binary that
- * says RA_FS_SHARE_MOUNTS(), that namespace is the binary's: a test that
- * follows one of the same kind (filesystem type and block size) finds its
- * filesystem mounted, empties it and runs on it (mkfs is most of a test's
- * time under emulation); a test of another kind unmounts it and makes its
- * own. A test gets a new file, set read_ahead_kb first, and a cold open
- * that is checked (ra_file_prepare()); what persists (metadata caches,
- * the image) moves no page count. Else a test has its own namespace. When the
- * namespace's last process exits, even by SIGKILL, the mounts go with it
- * and the loop device detaches itself: no mount, file or loop device is
- * left behind. A free loop device keeps the read_ahead_kb of a test
- * killed before its teardown (attaching never lowers it) until its next
- * user sets it. What a test changes outside it (read_ahead_kb of a disk
- * of the user's, a file there, a cgroup) is put back by a watcher process
- * once the test process is gone.
+ * formatted and mounted in a private mount namespace. In a binary whose
+ * main() calls ra_fs_reuse_init(), that namespace is the binary's: a test
+ * that follows one of the same kind (filesystem type and block size)
+ * finds its filesystem mounted, empties it and runs on it (mkfs is most
+ * of a test's time under emulation); a test of another kind unmounts it
+ * and makes its own. A test gets a new file, set read_ahead_kb first,
+ * and a cold open that is checked (ra_file_prepare()); what persists
+ * (metadata caches, the image) moves no page count. Else a test has its
+ * own namespace. When the namespace's last process exits, even by
+ * SIGKILL, the mounts go with it and the loop device detaches itself: no
+ * mount, file or loop device is left behind. A free loop device keeps
+ * the read_ahead_kb it was last set to (attaching never lowers it): a
+ * test puts it back in its teardown, and so does ra_ready() when a
+ * fixture's setup ends early (the harness runs no teardown then); the
+ * binary puts back at exit what a test killed before its teardown left.
+ * What a test changes outside it (read_ahead_kb of a disk of the user's,
+ * a file there, a cgroup) is put back by a watcher process once the test
+ * process is gone.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -36,6 +39,7 @@
 #include <sys/capability.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -310,67 +314,26 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
 }
 
 /*
- * Set by ra_fs_share_mounts(): the binary's mount namespace is private,
- * and RA_SCRATCH was on device ns_tmp_dev before any test mounted over it.
+ * What the tests of a binary that called ra_fs_reuse_init() know of the
+ * filesystem left mounted over RA_SCRATCH, in a MAP_SHARED page mapped
+ * before the harness forks: each test process reads what the one before
+ * it wrote. @ready is cleared before that filesystem is unmounted and
+ * set once a new one is mounted, so a test killed in between leaves it
+ * clear; @ra_kb is its loop device's read_ahead_kb when attached, in KiB.
  */
-static bool ns_shared;
+struct ra_fs_kept {
+	bool ready;
+	char type[16];
+	unsigned long block_size;
+	char bdev[32];
+	unsigned long ra_kb;
+};
+
+/* NULL unless ra_fs_reuse_init() made the binary's namespace. */
+static struct ra_fs_kept *kept;
+/* The process that did, and RA_SCRATCH's device before any test ran. */
+static pid_t kept_owner;
 static dev_t ns_tmp_dev;
-
-/**
- * ra_fs_share_mounts() - let the tests of a binary share their filesystems
- *
- * Called before the harness forks the first test (RA_FS_SHARE_MOUNTS()):
- * moves the binary into a private mount namespace, where the filesystem
- * a test makes stays mounted for the tests after it and goes with the
- * binary. Nothing in READAHEAD_TEST_DIR mode; where it fails (no
- * CAP_SYS_ADMIN, a chroot), each test's setup makes a namespace of its
- * own and says why it cannot.
- */
-void ra_fs_share_mounts(void)
-{
-	const char *env = getenv(RA_ENV_DIR);
-	struct stat st;
-
-	if ((env && *env) || stat(RA_SCRATCH, &st) || unshare(CLONE_NEWNS) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return;
-	ns_tmp_dev = st.st_dev;
-	ns_shared = true;
-}
-
-/*
- * The filesystem on the scratch tmpfs, "<type> <block size> <loop
- * device>", written once it is mounted (renamed into place: a test killed
- * while writing leaves no half a tag).
- */
-#define RA_SCRATCH_TAG		RA_SCRATCH "/.ra-fs"
-
-static int scratch_tag(const struct ra_fs *fs)
-{
-	FILE *f = fopen(RA_SCRATCH_TAG ".new", "wxe");
-	int ret;
-
-	if (!f)
-		return -1;
-	ret = fprintf(f, "%s %lu %s\n", fs->type, fs->block_size, fs->bdev);
-	if (fclose(f) || ret < 0)
-		return -1;
-	return rename(RA_SCRATCH_TAG ".new", RA_SCRATCH_TAG);
-}
-
-/*
- * Whether RA_SCRATCH is a scratch tmpfs an earlier test of this binary
- * mounted: in the binary's own namespace nothing else mounts over it, and
- * nothing is read from the RA_SCRATCH the binary found (the host's /tmp).
- */
-static bool scratch_mounted(void)
-{
-	struct statfs sfs;
-	struct stat st;
-
-	return !stat(RA_SCRATCH, &st) && st.st_dev != ns_tmp_dev &&
-	       !statfs(RA_SCRATCH, &sfs) && sfs.f_type == TMPFS_MAGIC;
-}
 
 /* Whether @path is the root of a filesystem on block device @bdev. */
 static bool mounted_from(const char *path, const char *bdev)
@@ -391,6 +354,80 @@ static bool mounted_from(const char *path, const char *bdev)
 	       st.st_dev == makedev(maj, min);
 }
 
+/*
+ * Put the kept filesystem's loop device back to the read_ahead_kb it was
+ * attached with (a test killed before its teardown left its own), while
+ * that device is still the one mounted here; a free loop device keeps
+ * what it was last set to. Plain stdio: this also runs at exit.
+ */
+static void kept_put_back_ra(void)
+{
+	char path[96];
+	FILE *f;
+
+	if (!kept || !kept->ready ||
+	    !mounted_from(RA_SCRATCH "/mnt", kept->bdev))
+		return;
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/read_ahead_kb",
+		 kept->bdev);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fprintf(f, "%lu\n", kept->ra_kb);
+	fclose(f);
+}
+
+static void kept_at_exit(void)
+{
+	if (getpid() == kept_owner)
+		kept_put_back_ra();
+}
+
+/**
+ * ra_fs_reuse_init() - let the tests of a binary reuse its filesystems
+ *
+ * Called from main() before test_harness_run() forks the first test:
+ * moves the binary into a private mount namespace (MS_PRIVATE: nothing
+ * mounted there is seen outside) and maps the page its tests share.
+ * There, the filesystem a test makes stays mounted, and ra_fs_setup()
+ * of a later test of the same kind runs on it instead of running mkfs
+ * again; everything goes with the binary, and at its exit the loop
+ * device gets back the read_ahead_kb it was attached with. Nothing in
+ * READAHEAD_TEST_DIR mode; where it fails (no CAP_SYS_ADMIN, a chroot),
+ * each test's setup makes a namespace of its own and says why it cannot.
+ */
+void ra_fs_reuse_init(void)
+{
+	const char *env = getenv(RA_ENV_DIR);
+	struct stat st;
+	void *page;
+
+	if ((env && *env) || stat(RA_SCRATCH, &st) || unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return;
+	page = mmap(NULL, sizeof(*kept), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return;
+	kept = page;
+	kept_owner = getpid();
+	ns_tmp_dev = st.st_dev;
+	atexit(kept_at_exit);
+}
+
+/*
+ * Whether a scratch tmpfs a test of this binary mounted is over
+ * RA_SCRATCH: in the binary's own namespace nothing else mounts there.
+ */
+static bool scratch_mounted(void)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	return !stat(RA_SCRATCH, &st) && st.st_dev != ns_tmp_dev &&
+	       !statfs(RA_SCRATCH, &sfs) && sfs.f_type == TMPFS_MAGIC;
+}
+
 /* Remove what a test killed before its teardown left on the filesystem. */
 static void scratch_clean(const char *dir)
 {
@@ -406,38 +443,52 @@ static void scratch_clean(const char *dir)
 }
 
 /*
+ * Whether the filesystem at @dir still takes a new file: not remounted
+ * read-only or shut down by an error an earlier test ran into.
+ */
+static bool takes_files(const char *dir)
+{
+	char path[RA_PATH_LEN + 16];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.ra-probe", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return !unlink(path);
+}
+
+/*
  * Take the filesystem an earlier test of this binary made, when it is of
- * @kind and still mounted; else unmount what earlier tests mounted over
- * RA_SCRATCH (a scratch tmpfs a killed test left unfinished too), so that
- * one image at a time takes memory. Each pass unmounts one scratch tmpfs.
+ * @kind, still mounted and still takes files; else unmount what earlier
+ * tests mounted over RA_SCRATCH (a scratch tmpfs a killed test left
+ * unfinished too), so that one image at a time takes memory.
  * Return: true when @fs is ready.
  */
 static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 {
-	char type[16], bdev[32], mnt[RA_PATH_LEN];
-	unsigned long bsize;
-	int n = 0;
-	FILE *f;
+	char mnt[RA_PATH_LEN];
 
 	snprintf(mnt, sizeof(mnt), "%s/mnt", RA_SCRATCH);
-	while (scratch_mounted()) {
-		f = fopen(RA_SCRATCH_TAG, "re");
-		if (f) {
-			n = fscanf(f, "%15s %lu %31s", type, &bsize, bdev);
-			fclose(f);
-		}
-		if (f && n == 3 && !strcmp(type, kind->type) &&
-		    bsize == kind->block_size && !strncmp(bdev, "loop", 4) &&
-		    mounted_from(mnt, bdev)) {
+	if (kept->ready && !strcmp(kept->type, kind->type) &&
+	    kept->block_size == kind->block_size &&
+	    mounted_from(mnt, kept->bdev)) {
+		scratch_clean(mnt);
+		if (takes_files(mnt)) {
 			snprintf(fs->mnt, sizeof(fs->mnt), "%s", mnt);
 			snprintf(fs->dir, sizeof(fs->dir), "%s", mnt);
-			snprintf(fs->bdev, sizeof(fs->bdev), "%s", bdev);
+			snprintf(fs->bdev, sizeof(fs->bdev), "%s", kept->bdev);
 			snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
-				 "/sys/block/%s/queue/read_ahead_kb", bdev);
-			scratch_clean(fs->dir);
+				 "/sys/block/%s/queue/read_ahead_kb", kept->bdev);
 			fs->own = true;
 			return true;
 		}
+	}
+	kept_put_back_ra();
+	kept->ready = false;
+	/* Each pass unmounts one scratch tmpfs. */
+	while (scratch_mounted()) {
 		umount2(mnt, MNT_DETACH);
 		if (umount2(RA_SCRATCH, MNT_DETACH))
 			return false;
@@ -499,7 +550,7 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * @kind: filesystem type and block size in bytes
  *
  * Takes the filesystem of @kind an earlier test of the binary made, when
- * RA_FS_SHARE_MOUNTS() lets it, emptied of files; else makes one: mounts
+ * ra_fs_reuse_init() lets it, emptied of files; else makes one: mounts
  * a tmpfs over /tmp in a private mount namespace, creates a sparse image
  * on it, attaches it to a loop device with LO_FLAGS_AUTOCLEAR, runs mkfs
  * and mounts the result. Everything vanishes with the namespace's last
@@ -534,9 +585,9 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		return ra_fs_skip(fs,
 				  "in a user namespace: a loop filesystem needs CAP_SYS_ADMIN in the initial one");
 
-	if (ns_shared && fs_reuse(fs, kind))
+	if (kept && fs_reuse(fs, kind))
 		return 0;
-	if (!ns_shared) {
+	if (!kept) {
 		if (unshare(CLONE_NEWNS))
 			return ra_fs_fail(fs, "unshare(CLONE_NEWNS)");
 		/*
@@ -611,8 +662,13 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
 	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
 		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
-	if (scratch_tag(fs))
-		return ra_fs_fail(fs, "tagging the scratch tmpfs");
+	if (kept) {
+		snprintf(kept->type, sizeof(kept->type), "%s", type);
+		kept->block_size = block_size;
+		snprintf(kept->bdev, sizeof(kept->bdev), "%s", fs->bdev);
+		kept->ra_kb = read_num(fs->sysfs_ra);
+		kept->ready = true;
+	}
 	return 0;
 }
 
@@ -621,7 +677,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
  * @fs: filesystem state
  *
  * Puts the disk's read_ahead_kb back and removes the test file. The
- * filesystem stays mounted (for a next test: RA_FS_SHARE_MOUNTS()); it
+ * filesystem stays mounted (for a next test: ra_fs_reuse_init()); it
  * goes with its namespace, and then its loop device detaches itself.
  */
 void ra_fs_teardown(struct ra_fs *fs)

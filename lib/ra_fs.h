@@ -65,7 +65,7 @@ struct ra_fs {
 };
 
 /* ra_fs.c: the filesystem, its disk's read_ahead_kb, the machine's memory */
-void ra_fs_share_mounts(void);
+void ra_fs_reuse_init(void);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
 void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
@@ -88,21 +88,6 @@ void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 	ra_xfs_64k;
 
-/**
- * RA_FS_SHARE_MOUNTS() - let the tests of this binary share filesystems
- *
- * Said once in a test source: ra_fs_share_mounts() runs before the
- * harness forks the first test, and ra_fs_setup() then reuses a
- * filesystem an earlier test of the same kind made instead of running
- * mkfs again. Without it (mm's prctl_thp_disable), each test's
- * ra_fs_setup() unshares a mount namespace of its own and runs mkfs.
- */
-#define RA_FS_SHARE_MOUNTS()						\
-static void __attribute__((constructor)) ra_fs_share_mounts_early(void) \
-{									\
-	ra_fs_share_mounts();						\
-}
-
 #ifdef __KSELFTEST_HARNESS_H
 /**
  * ra_ready() - turn a lib status into a harness verdict
@@ -110,12 +95,18 @@ static void __attribute__((constructor)) ra_fs_share_mounts_early(void) \
  * @ret: 0, KSFT_SKIP or -1, from ra_fs_setup() or ra_file_prepare()
  * @fs: filesystem whose @why explains a skip or failure
  *
+ * On a skip or a failure, first undoes what the test did to its
+ * filesystem (ra_fs_teardown()): a fixture setup that ends early gets no
+ * teardown from the harness.
+ *
  * Return: true when the test can go on; false after a SKIP, and the
  * caller must return. A failure ends the test here.
  */
 static inline bool ra_ready(struct __test_metadata *_metadata, int ret,
-			    const struct ra_fs *fs)
+			    struct ra_fs *fs)
 {
+	if (ret)
+		ra_fs_teardown(fs);
 	if (ret == KSFT_SKIP)
 		SKIP(return false, "%s", fs->why);
 	ASSERT_EQ(0, ret) TH_LOG("%s", fs->why);

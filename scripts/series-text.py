@@ -259,13 +259,13 @@ size and read_ahead_kb are its own and the disk the tests run from is
 left alone (a sparse image on a private tmpfs, on a loop device with
 LO_FLAGS_AUTOCLEAR, in a private mount namespace, so that no mount, file
 or loop device is left behind even when the test is killed), and set
-read_ahead_kb and put it back. A test source that says
-RA_FS_SHARE_MOUNTS() moves its binary into that namespace before the
-harness forks the first test (a constructor): a test then finds the
-filesystem an earlier test of the same type and block size left mounted
-there, emptied of files, and mkfs runs once per kind, not per test
-(under TCG, mkfs.xfs writing its 64 MiB log was most of a test's time);
-without it, each test makes its own namespace and filesystem;
+read_ahead_kb and put it back. A test whose main() calls
+ra_fs_reuse_init() before test_harness_run() runs its binary in that
+namespace, with a page its tests share: a test then finds the filesystem
+an earlier test of the same type and block size left mounted there,
+emptied of files, and mkfs runs once per kind, not per test (under TCG,
+mkfs.xfs writing its 64 MiB log was most of a test's time); without it,
+each test makes its own namespace and filesystem;
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
 and print each figure with its bound, ra_pages and folio size in one
@@ -473,12 +473,13 @@ REVIEW_NOTES = [
     'A filesystem per kind of filesystem (loop device over tmpfs, mkfs, '
     'mount, in the binary\'s private mount namespace, made by the first '
     'case of the kind and emptied for each next one; the namespace is '
-    'taken before the harness forks, by a constructor each test source '
-    'asks for with RA_FS_SHARE_MOUNTS(), so that mm\'s prctl_thp_disable, '
-    'linked with the lib for its file cases, keeps its own): what gives a case its block size and '
+    'taken in each test\'s main() before test_harness_run(), so that '
+    'mm\'s prctl_thp_disable, linked with the lib for its file cases, '
+    'keeps one per case): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
-    'leaves no mount, file or loop device behind a killed test (the free '
-    'loop device keeps its read_ahead_kb until its next user sets it). '
+    'leaves no mount, file or loop device behind a killed test (the '
+    'binary puts back at exit the read_ahead_kb a killed case left on its '
+    'loop device). '
     'READAHEAD_TEST_DIR is the one mode that touches a disk of the '
     'user\'s, hence its watcher process.',
     'The Makefile builds every readahead_*.c and run_vmtests.sh runs every '

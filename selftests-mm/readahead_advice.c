@@ -32,8 +32,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define RA_KB		16384UL
 /* The file, in ra windows: every probe lies well inside it. */
 #define FILE_WINDOWS	8
@@ -675,4 +673,9 @@ TEST_F(advice, madv_hugepage_forward)
 			 "PMD %lu bytes", read_pmd_pagesize());
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

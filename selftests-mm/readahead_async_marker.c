@@ -24,8 +24,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 /*
  * One window per piece: a healthy async readahead stays a piece ahead.
  * With a window smaller than a piece no readahead can reach the next
@@ -172,4 +170,9 @@ TEST_F_TIMEOUT(async_marker, end_first_pieces, TIMEOUT_S)
 			 SUSPECT, "after %d of %d pieces", piece, PIECES);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

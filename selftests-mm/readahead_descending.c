@@ -24,8 +24,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define SEQ_SIZE	(128UL << 20)
 #define RA_KB		8192UL
 #define PMD_WALK	256UL
@@ -285,4 +283,9 @@ TEST_F_TIMEOUT(descending, pmd_hole, TIMEOUT_S)
 			 SUSPECT_HOLE, "of %ld holes, PMD %lu bytes", i - 1, pmd);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -27,8 +27,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
 #define SEQ_SIZE	(128UL << 20)
 #define RANDOM_KB	512UL
@@ -189,4 +187,9 @@ TEST_F_TIMEOUT(exec_mapping, stays_in_vma, TIMEOUT_S)
 		       inside);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

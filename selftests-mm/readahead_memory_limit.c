@@ -47,8 +47,6 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
-RA_FS_SHARE_MOUNTS()
-
 /* The ra window in pages, four times the room; the walk is four windows. */
 #define RA_PAGES	512UL
 #define WINDOWS		4
@@ -191,4 +189,9 @@ TEST_F(memory_limit, in_order)
 		TH_LOG("the reader did not read to the end");
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -34,8 +34,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define WARMUP		(RA_MMAP_LOTSAMISS + 10)
 #define RUNS		50
 #define WARM_KB		128UL
@@ -500,4 +498,9 @@ TEST_F(random_reader, strides)
 	measure_pattern(_metadata, &self->r, &strides);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

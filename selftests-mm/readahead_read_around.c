@@ -23,8 +23,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 /*
  * Far more than half of any window tested: the read-around is not
  * clamped. A read from the start of the file is not affected: the window
@@ -164,4 +162,9 @@ TEST_F(read_around, cold_in_order)
 			 REGION_SIZE / ps, self->windows);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

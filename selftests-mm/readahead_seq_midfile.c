@@ -32,8 +32,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define RA_KB		128UL
 #define REGION_OFF	(8UL << 20)
 #define REGION_SIZE	(64UL << 20)
@@ -101,4 +99,9 @@ TEST_F(seq_midfile, in_order)
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -39,8 +39,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
 #define SEQ_SIZE	(128UL << 20)
 #define WIDE_KB		512UL
@@ -323,4 +321,9 @@ TEST_F(sticky_miss, gup_after_random)
 			 "after %zu of %lu MiB", done >> 20, SEQ_SIZE >> 20);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -27,8 +27,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 /* Refaulted pages, one per slot of two RA_THP_FOLIO_MAX folios. */
 #define SLOTS		8
 /*
@@ -157,4 +155,9 @@ TEST_F(thp_refault, pageout_then_fault)
 	ASSERT_LE(SLOTS, read) TH_LOG("the refaults read nothing: nothing was evicted");
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -35,8 +35,6 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define ROUNDS		30
 #define FAULTERS	8	/* one reader, seven waiters, each round */
 #define STATE_WAIT_S	5	/* a held read never ends: only a bound */
@@ -309,4 +307,9 @@ TEST_F_TIMEOUT(thrash, concurrent_faults, TIMEOUT_S)
 			 pages, i, FAULTERS, waiters, i * (FAULTERS - 1));
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -42,8 +42,6 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define ROUNDS		30
 #define HITS		3	/* refaulted folios hit per round */
 #define BALLAST		(8UL << 20)
@@ -277,4 +275,9 @@ TEST_F(thrash, refaulting_workingset)
 		     restored, expected);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

@@ -22,8 +22,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define RA_KB		512UL
 #define FRAMES		24
 #define LUMA_SIZE	(3840UL * 2160)
@@ -162,4 +160,9 @@ TEST_F(vma_boundary, mprotect_split)
 	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}

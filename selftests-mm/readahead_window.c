@@ -44,8 +44,6 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-RA_FS_SHARE_MOUNTS()
-
 #define RA_KB		16384UL
 /* The file, in ra windows; the forward walk starts at 4 ra. */
 #define FILE_WINDOWS	8
@@ -199,4 +197,9 @@ TEST_F(window, forward_lead)
 			 lead / ps, npages);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
+	ra_fs_reuse_init();
+	return test_harness_run(argc, argv);
+}
