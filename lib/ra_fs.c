@@ -317,9 +317,10 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
  * What the tests of a binary that called ra_fs_reuse_init() know of the
  * filesystem left mounted over RA_SCRATCH, in a MAP_SHARED page mapped
  * before the harness forks: each test process reads what the one before
- * it wrote. @ready is cleared before that filesystem is unmounted and
- * set once a new one is mounted, so a test killed in between leaves it
- * clear; @ra_kb is its loop device's read_ahead_kb when attached, in KiB.
+ * it wrote. The ready flag is cleared before that filesystem is
+ * unmounted and set (release order: after the fields it vouches for) once
+ * a new one is mounted, so a test killed in between leaves it clear;
+ * ra_kb is its loop device's read_ahead_kb when attached, in KiB.
  */
 struct ra_fs_kept {
 	bool ready;
@@ -334,6 +335,8 @@ static struct ra_fs_kept *kept;
 /* The process that did, and RA_SCRATCH's device before any test ran. */
 static pid_t kept_owner;
 static dev_t ns_tmp_dev;
+/* Why ra_fs_reuse_init() gave up, for each test to say. */
+static const char *reuse_off;
 
 /* Whether @path is the root of a filesystem on block device @bdev. */
 static bool mounted_from(const char *path, const char *bdev)
@@ -356,16 +359,18 @@ static bool mounted_from(const char *path, const char *bdev)
 
 /*
  * Put the kept filesystem's loop device back to the read_ahead_kb it was
- * attached with (a test killed before its teardown left its own), while
- * that device is still the one mounted here; a free loop device keeps
- * what it was last set to. Plain stdio: this also runs at exit.
+ * attached with (a test killed before its teardown, or whose setup
+ * failed, left its own), while that device is still the one mounted
+ * here; a free loop device keeps what it was last set to. Plain stdio,
+ * not vm_util's write_num(): this also runs in an atexit handler, where
+ * write_num()'s exit() on an error would be a second exit().
  */
 static void kept_put_back_ra(void)
 {
 	char path[96];
 	FILE *f;
 
-	if (!kept || !kept->ready ||
+	if (!kept || !__atomic_load_n(&kept->ready, __ATOMIC_ACQUIRE) ||
 	    !mounted_from(RA_SCRATCH "/mnt", kept->bdev))
 		return;
 	snprintf(path, sizeof(path), "/sys/block/%s/queue/read_ahead_kb",
@@ -375,6 +380,19 @@ static void kept_put_back_ra(void)
 		return;
 	fprintf(f, "%lu\n", kept->ra_kb);
 	fclose(f);
+}
+
+/* read_ahead_kb from @path into @kb; false when it cannot be read. */
+static bool read_ra_kb(const char *path, unsigned long *kb)
+{
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return false;
+	n = fscanf(f, "%lu", kb);
+	fclose(f);
+	return n == 1;
 }
 
 static void kept_at_exit(void)
@@ -391,28 +409,43 @@ static void kept_at_exit(void)
  * mounted there is seen outside) and maps the page its tests share.
  * There, the filesystem a test makes stays mounted, and ra_fs_setup()
  * of a later test of the same kind runs on it instead of running mkfs
- * again; everything goes with the binary, and at its exit the loop
- * device gets back the read_ahead_kb it was attached with. Nothing in
- * READAHEAD_TEST_DIR mode; where it fails (no CAP_SYS_ADMIN, a chroot),
- * each test's setup makes a namespace of its own and says why it cannot.
+ * again; everything goes with the binary. The loop device gets back the
+ * read_ahead_kb it was attached with when a test reuses it, when the
+ * kind changes and when the binary exits; a binary killed whole leaves
+ * it with its last value, as a killed test without reuse does. Nothing
+ * in READAHEAD_TEST_DIR mode. Where a step fails (a chroot), each
+ * test's setup says which (the TAP header is not out yet here), makes a
+ * namespace of its own, and says why it cannot where it cannot.
  */
 void ra_fs_reuse_init(void)
 {
-	const char *env = getenv(RA_ENV_DIR);
+	const char *env = getenv(RA_ENV_DIR), *why = NULL;
 	struct stat st;
 	void *page;
 
-	if ((env && *env) || stat(RA_SCRATCH, &st) || unshare(CLONE_NEWNS) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+	if ((env && *env) || !have_cap_sys_admin())
 		return;
+	if (stat(RA_SCRATCH, &st))
+		why = "no " RA_SCRATCH;
+	else if (unshare(CLONE_NEWNS))
+		why = "unshare(CLONE_NEWNS) failed";
+	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		why = "mounts cannot be made private";
+	if (why) {
+		reuse_off = why;
+		return;
+	}
 	page = mmap(NULL, sizeof(*kept), PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
+	if (page == MAP_FAILED || atexit(kept_at_exit)) {
+		reuse_off = "no page to share between tests";
+		if (page != MAP_FAILED)
+			munmap(page, sizeof(*kept));
 		return;
+	}
 	kept = page;
 	kept_owner = getpid();
 	ns_tmp_dev = st.st_dev;
-	atexit(kept_at_exit);
 }
 
 /*
@@ -471,11 +504,13 @@ static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	char mnt[RA_PATH_LEN];
 
 	snprintf(mnt, sizeof(mnt), "%s/mnt", RA_SCRATCH);
-	if (kept->ready && !strcmp(kept->type, kind->type) &&
+	if (__atomic_load_n(&kept->ready, __ATOMIC_ACQUIRE) &&
+	    !strcmp(kept->type, kind->type) &&
 	    kept->block_size == kind->block_size &&
 	    mounted_from(mnt, kept->bdev)) {
 		scratch_clean(mnt);
 		if (takes_files(mnt)) {
+			kept_put_back_ra();
 			snprintf(fs->mnt, sizeof(fs->mnt), "%s", mnt);
 			snprintf(fs->dir, sizeof(fs->dir), "%s", mnt);
 			snprintf(fs->bdev, sizeof(fs->bdev), "%s", kept->bdev);
@@ -486,7 +521,7 @@ static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		}
 	}
 	kept_put_back_ra();
-	kept->ready = false;
+	__atomic_store_n(&kept->ready, false, __ATOMIC_RELEASE);
 	/* Each pass unmounts one scratch tmpfs. */
 	while (scratch_mounted()) {
 		umount2(mnt, MNT_DETACH);
@@ -588,6 +623,8 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	if (kept && fs_reuse(fs, kind))
 		return 0;
 	if (!kept) {
+		if (reuse_off)
+			ksft_print_msg("a filesystem per test: %s\n", reuse_off);
 		if (unshare(CLONE_NEWNS))
 			return ra_fs_fail(fs, "unshare(CLONE_NEWNS)");
 		/*
@@ -662,14 +699,28 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
 	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
 		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
-	if (kept) {
+	if (kept && read_ra_kb(fs->sysfs_ra, &kept->ra_kb)) {
 		snprintf(kept->type, sizeof(kept->type), "%s", type);
 		kept->block_size = block_size;
 		snprintf(kept->bdev, sizeof(kept->bdev), "%s", fs->bdev);
-		kept->ra_kb = read_num(fs->sysfs_ra);
-		kept->ready = true;
+		__atomic_store_n(&kept->ready, true, __ATOMIC_RELEASE);
 	}
 	return 0;
+}
+
+/**
+ * ra_restore_read_ahead_kb() - put back the disk's saved read_ahead_kb
+ * @fs: filesystem whose disk's read_ahead_kb ra_set_read_ahead_kb() set
+ *
+ * Writes back the value the first ra_set_read_ahead_kb() saved, once;
+ * nothing when none was saved.
+ */
+static void ra_restore_read_ahead_kb(struct ra_fs *fs)
+{
+	if (!fs->ra_saved)
+		return;
+	write_num(fs->sysfs_ra, fs->saved_ra_kb);
+	fs->ra_saved = false;
 }
 
 /**
@@ -789,21 +840,6 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 	fs->ra_kb = kb;
 	write_num(fs->sysfs_ra, kb);
 	return 0;
-}
-
-/**
- * ra_restore_read_ahead_kb() - put back the disk's saved read_ahead_kb
- * @fs: filesystem whose disk's read_ahead_kb ra_set_read_ahead_kb() set
- *
- * Writes back the value the first ra_set_read_ahead_kb() saved, once;
- * nothing when none was saved.
- */
-void ra_restore_read_ahead_kb(struct ra_fs *fs)
-{
-	if (!fs->ra_saved)
-		return;
-	write_num(fs->sysfs_ra, fs->saved_ra_kb);
-	fs->ra_saved = false;
 }
 
 /**

@@ -69,7 +69,6 @@ void ra_fs_reuse_init(void);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
 void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
-void ra_restore_read_ahead_kb(struct ra_fs *fs);
 unsigned long ra_pages(const struct ra_fs *fs);
 unsigned long ra_folio_size(const struct ra_fs *fs);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);
@@ -92,12 +91,15 @@ extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 /**
  * ra_ready() - turn a lib status into a harness verdict
  * @_metadata: the running test
- * @ret: 0, KSFT_SKIP or -1, from ra_fs_setup() or ra_file_prepare()
+ * @ret: 0, KSFT_SKIP or -1, from a lib function that takes @fs
+ *	(ra_fs_setup(), ra_need_memory(), ra_file_prepare(), ...)
  * @fs: filesystem whose @why explains a skip or failure
  *
  * On a skip or a failure, first undoes what the test did to its
- * filesystem (ra_fs_teardown()): a fixture setup that ends early gets no
- * teardown from the harness.
+ * filesystem (ra_fs_teardown(): read_ahead_kb, the test file): a fixture
+ * setup that ends early gets no teardown from the harness. In a test
+ * body the harness's teardown follows, and does nothing more, since
+ * ra_fs_teardown() undoes each change once.
  *
  * Return: true when the test can go on; false after a SKIP, and the
  * caller must return. A failure ends the test here.
