@@ -489,7 +489,7 @@ def test_changelog(name, series, variants=None, extends=False):
                               'break the rule in each of these ways (none '
                               'of them upstream):'), '']
             body += [wrap('- ' + c, '  ').replace('  - ', '- ', 1)
-                     .replace('\n  ', '\n    ') for c in changes]
+                     for c in changes]
         good_cols = [b for b in base if b.startswith('v')]
         bad_cols = breaking
     fig = figure_table(cases, good_cols, bad_cols)
