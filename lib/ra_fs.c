@@ -17,8 +17,11 @@
  * mount, file or loop device is left behind. A free loop device keeps
  * the read_ahead_kb it was last set to (attaching never lowers it): a
  * test puts it back in its teardown, and so does ra_ready() when a
- * fixture's setup ends early (the harness runs no teardown then); the
- * binary puts back at exit what a test killed before its teardown left.
+ * fixture's setup ends early (the harness runs no teardown then); what
+ * a test killed before its teardown left, the next test of the kind, a
+ * change of kind or, once the binary has ended however it ended, the
+ * binary's watcher process puts back. A test is killed when its harness
+ * process dies, so that it never runs beside the next test.
  * What a test changes outside it (read_ahead_kb of a disk of the user's,
  * a file there, a cgroup) is put back by a watcher process once the test
  * process is gone.
@@ -28,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +45,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -290,7 +295,8 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
 
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
-		return ra_fs_skip(fs, "no loop device support (%s)", strerror(errno));
+		return ra_fs_skip(fs, "cannot open /dev/loop-control: %s",
+				  strerror(errno));
 	for (tries = 0; tries < 16; tries++) {
 		nr = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (nr < 0)
@@ -332,18 +338,21 @@ struct ra_fs_kept {
 
 /* NULL unless ra_fs_reuse_init() made the binary's namespace. */
 static struct ra_fs_kept *kept;
-/* The process that did, and RA_SCRATCH's device before any test ran. */
-static pid_t kept_owner;
+/* RA_SCRATCH's device before any test ran. */
 static dev_t ns_tmp_dev;
 /* Why ra_fs_reuse_init() gave up, for each test to say. */
 static const char *reuse_off;
 
-/* Whether @path is the root of a filesystem on block device @bdev. */
+/*
+ * Whether the filesystem mounted at @path (the last mount there, which
+ * hides those below) is on block device @bdev. Read from mountinfo, not
+ * by stat(): a filesystem shut down by an error answers that with EIO.
+ */
 static bool mounted_from(const char *path, const char *bdev)
 {
-	char sys[96];
-	unsigned int maj, min;
-	struct stat st;
+	char sys[96], line[3 * RA_PATH_LEN], where[RA_PATH_LEN];
+	unsigned int maj, min, m_maj, m_min;
+	bool found = false;
 	FILE *f;
 	int n;
 
@@ -353,8 +362,19 @@ static bool mounted_from(const char *path, const char *bdev)
 		return false;
 	n = fscanf(f, "%u:%u", &maj, &min);
 	fclose(f);
-	return n == 2 && !lstat(path, &st) && S_ISDIR(st.st_mode) &&
-	       st.st_dev == makedev(maj, min);
+	f = fopen("/proc/self/mountinfo", "re");
+	if (n != 2 || !f) {
+		if (f)
+			fclose(f);
+		return false;
+	}
+	/* "id parent maj:min root mount-point ..." */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*u %*u %u:%u %*s %255s", &m_maj, &m_min,
+			   where) == 3 && !strcmp(where, path))
+			found = m_maj == maj && m_min == min;
+	fclose(f);
+	return found;
 }
 
 /*
@@ -362,8 +382,8 @@ static bool mounted_from(const char *path, const char *bdev)
  * attached with (a test killed before its teardown, or whose setup
  * failed, left its own), while that device is still the one mounted
  * here; a free loop device keeps what it was last set to. Plain stdio,
- * not vm_util's write_num(): this also runs in an atexit handler, where
- * write_num()'s exit() on an error would be a second exit().
+ * not vm_util's write_num(), which ends the process on an error: this
+ * also runs in the binary's watcher.
  */
 static void kept_put_back_ra(void)
 {
@@ -395,10 +415,35 @@ static bool read_ra_kb(const char *path, unsigned long *kb)
 	return n == 1;
 }
 
-static void kept_at_exit(void)
+/*
+ * The binary's watcher: forked by ra_fs_reuse_init() into the binary's
+ * namespace, in a session of its own and deaf to the signals a runner
+ * sends a test it stops, it waits until no process of the binary holds
+ * @rd's pipe open (the main process and the tests it forks do, however
+ * they end, SIGKILL included), then puts the loop device back to the
+ * read_ahead_kb it was attached with. Until it exits, its share of the
+ * namespace keeps the filesystem mounted: the device is still the
+ * binary's when it writes.
+ */
+static void kept_watch(int rd)
 {
-	if (getpid() == kept_owner)
-		kept_put_back_ra();
+	int null = open("/dev/null", O_RDWR);
+	char c;
+
+	setsid();
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	dup2(rd, STDIN_FILENO);
+	if (null >= 0) {
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+	}
+	syscall(__NR_close_range, 3, ~0U, 0);
+	while (read(STDIN_FILENO, &c, 1) > 0 || errno == EINTR)
+		;
+	kept_put_back_ra();
+	_exit(0);
 }
 
 /**
@@ -411,8 +456,8 @@ static void kept_at_exit(void)
  * of a later test of the same kind runs on it instead of running mkfs
  * again; everything goes with the binary. The loop device gets back the
  * read_ahead_kb it was attached with when a test reuses it, when the
- * kind changes and when the binary exits; a binary killed whole leaves
- * it with its last value, as a killed test without reuse does. Nothing
+ * kind changes and, by a watcher process, when the binary has ended,
+ * however it ended. Nothing
  * in READAHEAD_TEST_DIR mode. Where a step fails (a chroot), each
  * test's setup says which (the TAP header is not out yet here), makes a
  * namespace of its own, and says why it cannot where it cannot.
@@ -420,6 +465,8 @@ static void kept_at_exit(void)
 void ra_fs_reuse_init(void)
 {
 	const char *env = getenv(RA_ENV_DIR), *why = NULL;
+	int pipefd[2] = { -1, -1 };
+	pid_t watcher;
 	struct stat st;
 	void *page;
 
@@ -437,14 +484,28 @@ void ra_fs_reuse_init(void)
 	}
 	page = mmap(NULL, sizeof(*kept), PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED || atexit(kept_at_exit)) {
+	if (page == MAP_FAILED) {
 		reuse_off = "no page to share between tests";
-		if (page != MAP_FAILED)
-			munmap(page, sizeof(*kept));
 		return;
 	}
 	kept = page;
-	kept_owner = getpid();
+	watcher = pipe2(pipefd, O_CLOEXEC) ? -1 : fork();
+	if (watcher < 0 && pipefd[0] >= 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	if (watcher < 0) {
+		reuse_off = "no watcher process";
+		munmap(page, sizeof(*kept));
+		kept = NULL;
+		return;
+	}
+	if (!watcher) {
+		close(pipefd[1]);
+		kept_watch(pipefd[0]);
+	}
+	/* pipefd[1] stays open in this process and the tests it forks. */
+	close(pipefd[0]);
 	ns_tmp_dev = st.st_dev;
 }
 
@@ -605,10 +666,18 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	char img[RA_PATH_LEN], dev[32], opts_buf[64];
 	int img_fd, loop_fd = -1, ret;
 	const char *opts;
+	pid_t parent;
 
 	memset(fs, 0, sizeof(*fs));
 	fs->lock_fd = -1;
 	fs->page_size = psize();
+	/*
+	 * A test orphaned by a killed harness process must not run on beside
+	 * the next test, on the filesystem or disk they would share.
+	 */
+	parent = getppid();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		return ra_fs_fail(fs, "dying with the harness process");
 	if (env && *env)
 		return fs_use_dir(fs, env, kind);
 

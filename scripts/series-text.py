@@ -357,7 +357,9 @@ a test's 0.45 s floor, and one filesystem per kind took the whole suite
 on v7.3 x86-64 from 129 s to 91 s. What tests then share is the
 filesystem's metadata and caches: each gets a new file, opened cold and
 checked, sets its own read_ahead_kb, and the loop device gets back the
-value it was attached with at each reuse and at exit. Without the call,
+value it was attached with at each reuse and, from a watcher process,
+once the binary has ended, however it ended; a test dies with its
+harness process (PR_SET_PDEATHSIG), so that none runs beside the next. Without the call,
 each test makes its own namespace and filesystem;
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
@@ -569,9 +571,9 @@ REVIEW_NOTES = [
     'mm\'s prctl_thp_disable, linked with the lib for its file cases, '
     'keeps one per case): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
-    'leaves no mount, file or loop device behind a killed test (the '
-    'binary puts back at exit the read_ahead_kb a killed case left on its '
-    'loop device). '
+    'leaves no mount, file or loop device behind a killed test (a '
+    'watcher process of the binary puts back the read_ahead_kb a killed '
+    'case left on its loop device). '
     'READAHEAD_TEST_DIR is the one mode that touches a disk of the '
     'user\'s, hence its watcher process.',
     'The Makefile builds every readahead_*.c and run_vmtests.sh runs every '
