@@ -13,8 +13,9 @@
 #                              make bench (fio --parse-only), the suite on
 #                              the running kernel against the column its
 #                              series names in verdicts/expected.tsv (see
-#                              scripts/check-verdicts.sh), no loop device
-#                              or mount left after that run nor after a
+#                              scripts/check-verdicts.sh), no loop device,
+#                              mount or changed read_ahead_kb of a free
+#                              loop device left after that run nor after a
 #                              test killed at 0.3, 1 and 2 s, every test
 #                              skipping as a normal user, and bad input (an
 #                              unknown option; READAHEAD_TEST_DIR missing
@@ -61,13 +62,26 @@ pass() { echo "PASS: $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
 
 # Loop devices backed by a test's image (lib/ra_fs.c: "image" on a
-# private tmpfs over /tmp, unlinked once attached) and their mounts: what
-# the suite can leave behind. Other jobs' loop devices do not count.
+# private tmpfs over /tmp, unlinked once attached), their mounts, and
+# free loop devices whose read_ahead_kb is not the default 128 (a free
+# device keeps the value it was last set to): what the suite can leave
+# behind. Other jobs' attached loop devices do not count.
 leftovers() {
 	losetup -l -n -O NAME,BACK-FILE |
 		awk 'NR == FNR { if ($2 == "/tmp/image") { dev[$1]; n++ } next }
 		     $1 in dev { m++ }
-		     END { printf "%d loops, %d loop mounts\n", n, m }' - /proc/mounts
+		     END { printf "%d loops, %d loop mounts", n, m }' - /proc/mounts
+	used=$(losetup -l -n -O NAME | sed 's|/dev/||')
+	off=
+	for q in /sys/block/loop*/queue/read_ahead_kb; do
+		[ -e "$q" ] || continue
+		d=${q#/sys/block/}
+		d=${d%%/*}
+		echo "$used" | grep -qx "$d" && continue
+		kb=$(cat "$q")
+		[ "$kb" = 128 ] || off="$off $d=$kb"
+	done
+	echo ", free loops off read_ahead_kb 128:${off:- none}"
 }
 
 # Wait up to 10 s for the leftovers to drop back to what they were: a
@@ -167,7 +181,7 @@ for delay in 0.3 1 2; do
 	[ -n "$sid" ] && pkill -KILL -s "$sid"
 	wait "$pid" 2> /dev/null
 	if no_leftovers "$before"; then
-		pass "no loop device or mount left after SIGKILL at ${delay} s"
+		pass "no loop device, mount or read_ahead_kb left after SIGKILL at ${delay} s"
 	else
 		fail "left behind after SIGKILL at ${delay} s: $(leftovers), before: $before"
 	fi
