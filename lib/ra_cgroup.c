@@ -2,21 +2,20 @@
 /*
  * The cgroup v2 an mmap readahead selftest runs in, made for it: its page
  * cache charged to a memcg of its own, its reads held by io.max on the
- * test's disk until it releases them, memory.stat counters. Built on the cgroup
- * selftests' cgroup_util.c, which only the tests that include
+ * test's disk until it releases them, memory.stat counters. Built on the
+ * cgroup selftests' cgroup_util.c, which only the tests that include
  * ra_cgroup.h link.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 
 #include "kselftest.h"
+#include "vm_util.h"
 #include "cgroup_util.h"
 #include "ra_cgroup.h"
 
@@ -38,8 +37,8 @@
  * test is thus outside the limits (memory.max, io.max) of the job that
  * started it. The cgroup is removed by ra_cgroup_leave(),
  * or once the process has exited, however it exits; the process is
- * killed when its parent dies (PR_SET_PDEATHSIG), so that it does not
- * outlive a job killed through the job's own cgroup.
+ * killed when its parent dies (PR_SET_PDEATHSIG, set by ra_fs_setup()),
+ * so that it does not outlive a job killed through the job's own cgroup.
  *
  * Return: 0; KSFT_SKIP with @fs->why set when there is no cgroup v2 root
  * with @controller enabled or it is not writable; -1 with @fs->why set
@@ -105,8 +104,6 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 	}
 	if (watcher > 0)
 		cg_enter(root, watcher);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
-		return ra_fs_fail(fs, "following the parent's death");
 	if (cg_enter_current(cg->path))
 		return ra_fs_fail(fs, "entering the test cgroup");
 	return 0;
@@ -181,7 +178,7 @@ int ra_cgroup_hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
  */
 int ra_memcg_flush(int fd, size_t off, size_t len)
 {
-	size_t ps = getpagesize(), pages = 64 * sysconf(_SC_NPROCESSORS_CONF);
+	size_t ps = psize(), pages = 64 * sysconf(_SC_NPROCESSORS_CONF);
 	size_t i;
 	char *buf;
 	int err;

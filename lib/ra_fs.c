@@ -428,6 +428,7 @@ static bool read_ra_kb(const char *path, unsigned long *kb)
 static void kept_watch(int rd)
 {
 	int null = open("/dev/null", O_RDWR);
+	ssize_t n;
 	char c;
 
 	setsid();
@@ -440,8 +441,9 @@ static void kept_watch(int rd)
 		dup2(null, STDERR_FILENO);
 	}
 	syscall(__NR_close_range, 3, ~0U, 0);
-	while (read(STDIN_FILENO, &c, 1) > 0 || errno == EINTR)
-		;
+	do
+		n = read(STDIN_FILENO, &c, 1);
+	while (n > 0 || (n < 0 && errno == EINTR));
 	kept_put_back_ra();
 	_exit(0);
 }
@@ -457,10 +459,10 @@ static void kept_watch(int rd)
  * again; everything goes with the binary. The loop device gets back the
  * read_ahead_kb it was attached with when a test reuses it, when the
  * kind changes and, by a watcher process, when the binary has ended,
- * however it ended. Nothing
- * in READAHEAD_TEST_DIR mode. Where a step fails (a chroot), each
- * test's setup says which (the TAP header is not out yet here), makes a
- * namespace of its own, and says why it cannot where it cannot.
+ * however it ended. Nothing in READAHEAD_TEST_DIR mode. Where a step
+ * fails (a chroot), each test's setup says which (the TAP header is not
+ * out yet here), makes a namespace of its own, and says why it cannot
+ * where it cannot.
  */
 void ra_fs_reuse_init(void)
 {
@@ -865,11 +867,11 @@ static pid_t spawn_watcher(const char *path, long value, int keep_fd)
  *
  * When the calling process dies, however it dies, put @value back into
  * @path, or with @value below 0 remove @path (a file, or a directory: a
- * cgroup after killing what is left in it): a child in its own session waits for the
- * end of a pipe that only the caller holds open. The child runs
- * /bin/sh, so that a kill by the test's name (pkill, killall) spares it.
- * Only for what outlives the private mount namespace and autoclearing
- * loop device: a READAHEAD_TEST_DIR disk's read_ahead_kb
+ * cgroup after killing what is left in it): a child in its own session
+ * waits for the end of a pipe that only the caller holds open. The child
+ * runs /bin/sh, so that a kill by the test's name (pkill, killall)
+ * spares it. Only for what outlives the private mount namespace and
+ * autoclearing loop device: a READAHEAD_TEST_DIR disk's read_ahead_kb
  * and file, and a cgroup.
  *
  * Return: the child's pid, or -1.
