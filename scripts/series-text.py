@@ -209,12 +209,17 @@ BREAKAGE = {
     'madv-random-async.patch':
         'a MADV_RANDOM fault on a PG_readahead folio starts async readahead',
     'restart-v1.patch':
-        'a draft of a later series\' fix: past MMAP_LOTSAMISS, any fault '
-        'after a cached page reads the next one ahead, random readers\' '
-        'too',
+        'past MMAP_LOTSAMISS, a fault whose previous page is cached reads '
+        'the next page too and marks it, so that a random reader that '
+        'touches runs of 4 pages reads ahead a window per run',
+    'restart-v2.patch':
+        'past MMAP_LOTSAMISS, a fault whose previous page is cached reads '
+        'the next folio too and marks it, so that a random reader that '
+        'touches runs of 4 pages reads ahead a window per run',
     'restart-v3.patch':
-        'a draft of a later series\' fix: past MMAP_LOTSAMISS, readahead '
-        'restarts at a cost above the bound for a random reader',
+        'past MMAP_LOTSAMISS, readahead restarted from the trace of cached '
+        'folios an in-order reader leaves, reading more pages than '
+        'restart_costs allows for one of its random patterns',
     'read-around-forward.patch':
         'the read-around of a plain mapping reads ra_pages ahead of the '
         'fault and nothing behind it',
@@ -232,9 +237,9 @@ BREAKAGE = {
     'madv-random-no-exec.patch':
         'MADV_RANDOM stops the VM_EXEC read-around too',
     'thp-lotsamiss-v1.patch':
-        'a draft of a later series\' fix: past MMAP_LOTSAMISS, a '
-        'MADV_HUGEPAGE fault on a page reclaim evicted reads a PMD-sized '
-        'folio',
+        'past MMAP_LOTSAMISS, a MADV_HUGEPAGE fault on a page reclaim '
+        'evicted reads a PMD-sized folio again, under the memory pressure '
+        'that evicted it',
     'no-exec-bypass.patch':
         'VM_EXEC faults gated by mmap_miss again, so that random faults '
         'through an executable mapping end its read-around',
@@ -359,8 +364,8 @@ filesystem's metadata and caches: each gets a new file, opened cold and
 checked, sets its own read_ahead_kb, and the loop device gets back the
 value it was attached with at each reuse and, from a watcher process,
 once the binary has ended, however it ended; a test dies with its
-harness process (PR_SET_PDEATHSIG), so that none runs beside the next. Without the call,
-each test makes its own namespace and filesystem;
+harness process (PR_SET_PDEATHSIG), so that none runs beside the next.
+Without the call, each test makes its own namespace and filesystem.
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
 and print each figure with its bound, ra_pages and folio size in one
