@@ -378,6 +378,17 @@ test changes something outside its namespace (the disk's read_ahead_kb,
 a file), and a process that waits for the test's end puts it back even
 after SIGKILL.
 
+Major faults are read from getrusage()'s ru_majflt. Where a file fault
+runs under mmap_lock rather than a per-VMA lock (6.1, or an architecture
+without ARCH_SUPPORTS_PER_VMA_LOCK), a fault that drops the lock for
+async readahead is retried with FAULT_FLAG_TRIED, and mm_account_fault()
+counts that retry as a major fault too: a healthy in-order walk then
+takes one major fault per window, and the tests that bound such a walk
+to a handful (read_around, vma_boundary) fail on 6.1 for it. Telling
+the two apart (counting only faults on pages not yet in the page cache,
+or skipping where a control walk shows the retries) is left to a
+follow-up.
+
 Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a
 debug kernel (KASAN, lockdep) under emulation finishes them. The whole
