@@ -417,8 +417,9 @@ static bool read_ra_kb(const char *path, unsigned long *kb)
 
 /*
  * The binary's watcher: forked by ra_fs_reuse_init() into the binary's
- * namespace, in a session of its own and deaf to the signals a runner
- * sends a test it stops, it waits until no process of the binary holds
+ * namespace, in a session of its own, deaf to the signals a runner sends
+ * a test it stops and named apart (a kill by the test's name, pkill or
+ * killall, spares it), it waits until no process of the binary holds
  * @rd's pipe open (the main process and the tests it forks do, however
  * they end, SIGKILL included), then puts the loop device back to the
  * read_ahead_kb it was attached with. Until it exits, its share of the
@@ -432,6 +433,7 @@ static void kept_watch(int rd)
 	char c;
 
 	setsid();
+	prctl(PR_SET_NAME, "ra_fs_watcher");
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
