@@ -318,7 +318,7 @@ run_tests: all
 	$(OUTPUT)/run-suite.sh
 
 DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
-	xfsprogs xz-utils bc bison flex libelf-dev libnuma-dev python3 \
+	xfsprogs btrfs-progs f2fs-tools erofs-utils xz-utils bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
 	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \
 	gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross \

@@ -56,11 +56,25 @@
 #include "vm_util.h"
 #include "ra_fs.h"
 
-const struct ra_fs_kind ra_ext4_4k = { "ext4", 4096 };
-const struct ra_fs_kind ra_xfs_4k = { "xfs", 4096 };
-const struct ra_fs_kind ra_xfs_16k = { "xfs", 16384 };
-const struct ra_fs_kind ra_xfs_32k = { "xfs", 32768 };
-const struct ra_fs_kind ra_xfs_64k = { "xfs", 65536 };
+const struct ra_fs_kind ra_ext4_4k = { .type = "ext4", .block_size = 4096 };
+const struct ra_fs_kind ra_xfs_4k = { .type = "xfs", .block_size = 4096 };
+const struct ra_fs_kind ra_xfs_16k = { .type = "xfs", .block_size = 16384 };
+const struct ra_fs_kind ra_xfs_32k = { .type = "xfs", .block_size = 32768 };
+const struct ra_fs_kind ra_xfs_64k = { .type = "xfs", .block_size = 65536 };
+/*
+ * btrfs tracks the blocks of a folio in bitmaps of an unsigned long
+ * (BTRFS_MAX_BLOCKS_PER_FOLIO); f2fs builds large folios for immutable
+ * files only, and the test file is not.
+ */
+const struct ra_fs_kind ra_btrfs_4k = {
+	.type = "btrfs", .block_size = 4096, .max_folio_blocks = 8 * sizeof(long)
+};
+
+const struct ra_fs_kind ra_f2fs_4k = {
+	.type = "f2fs", .block_size = 4096, .max_folio_blocks = 1
+};
+
+const struct ra_fs_kind ra_erofs_4k = { .type = "erofs", .block_size = 4096 };
 
 /* Apparent size of the sparse image; only metadata is ever written. */
 #define RA_IMAGE_SIZE		(2ULL << 30)
@@ -326,13 +340,16 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
  * it wrote. The ready flag is cleared before that filesystem is
  * unmounted and set (release order: after the fields it vouches for) once
  * a new one is mounted, so a test killed in between leaves it clear;
- * ra_kb is its loop device's read_ahead_kb when attached, in KiB.
+ * sysfs_ra is the read_ahead_kb attribute that governs its files (its
+ * loop device's, or btrfs's own bdi's) and ra_kb what that attribute
+ * read once mounted, in KiB.
  */
 struct ra_fs_kept {
 	bool ready;
 	char type[16];
 	unsigned long block_size;
 	char bdev[32];
+	char sysfs_ra[2 * RA_PATH_LEN];
 	unsigned long ra_kb;
 };
 
@@ -345,57 +362,49 @@ static const char *reuse_off;
 
 /*
  * Whether the filesystem mounted at @path (the last mount there, which
- * hides those below) is on block device @bdev. Read from mountinfo, not
- * by stat(): a filesystem shut down by an error answers that with EIO.
+ * hides those below) is on block device @bdev, by the source mountinfo
+ * names ("/dev/loop3"): not by stat(), which a filesystem shut down by
+ * an error answers with EIO, nor by device number, which btrfs makes
+ * anonymous.
  */
 static bool mounted_from(const char *path, const char *bdev)
 {
-	char sys[96], line[3 * RA_PATH_LEN], where[RA_PATH_LEN];
-	unsigned int maj, min, m_maj, m_min;
+	char line[3 * RA_PATH_LEN], where[RA_PATH_LEN], src[64], *sep;
 	bool found = false;
 	FILE *f;
-	int n;
 
-	snprintf(sys, sizeof(sys), "/sys/block/%s/dev", bdev);
-	f = fopen(sys, "re");
+	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
-	n = fscanf(f, "%u:%u", &maj, &min);
-	fclose(f);
-	f = fopen("/proc/self/mountinfo", "re");
-	if (n != 2 || !f) {
-		if (f)
-			fclose(f);
-		return false;
+	/* "id parent maj:min root mount-point ... - type source ..." */
+	while (fgets(line, sizeof(line), f)) {
+		sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*u %*u %*s %*s %255s", where) != 1 ||
+		    strcmp(where, path))
+			continue;
+		found = sscanf(sep + 3, "%*s %63s", src) == 1 &&
+			!strncmp(src, "/dev/", 5) && !strcmp(src + 5, bdev);
 	}
-	/* "id parent maj:min root mount-point ..." */
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*u %*u %u:%u %*s %255s", &m_maj, &m_min,
-			   where) == 3 && !strcmp(where, path))
-			found = m_maj == maj && m_min == min;
 	fclose(f);
 	return found;
 }
 
 /*
- * Put the kept filesystem's loop device back to the read_ahead_kb it was
- * attached with (a test killed before its teardown, or whose setup
- * failed, left its own), while that device is still the one mounted
- * here; a free loop device keeps what it was last set to. Plain stdio,
+ * Put the kept filesystem's read_ahead_kb back to what it was once
+ * mounted (a test killed before its teardown, or whose setup failed,
+ * left its own), while its loop device is still the one mounted here; a
+ * free loop device keeps what it was last set to. Plain stdio,
  * not vm_util's write_num(), which ends the process on an error: this
  * also runs in the binary's watcher.
  */
 static void kept_put_back_ra(void)
 {
-	char path[96];
 	FILE *f;
 
 	if (!kept || !__atomic_load_n(&kept->ready, __ATOMIC_ACQUIRE) ||
 	    !mounted_from(RA_SCRATCH "/mnt", kept->bdev))
 		return;
-	snprintf(path, sizeof(path), "/sys/block/%s/queue/read_ahead_kb",
-		 kept->bdev);
-	f = fopen(path, "we");
+	f = fopen(kept->sysfs_ra, "we");
 	if (!f)
 		return;
 	fprintf(f, "%lu\n", kept->ra_kb);
@@ -579,8 +588,8 @@ static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 			snprintf(fs->mnt, sizeof(fs->mnt), "%s", mnt);
 			snprintf(fs->dir, sizeof(fs->dir), "%s", mnt);
 			snprintf(fs->bdev, sizeof(fs->bdev), "%s", kept->bdev);
-			snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
-				 "/sys/block/%s/queue/read_ahead_kb", kept->bdev);
+			snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s",
+				 kept->sysfs_ra);
 			fs->own = true;
 			return true;
 		}
@@ -596,33 +605,69 @@ static bool fs_reuse(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	return false;
 }
 
-static int fs_mkfs(struct ra_fs *fs, const char *dev)
+/* The Debian package that has mkfs.@type. */
+static const char *mkfs_package(const char *type)
 {
-	bool xfs = !strcmp(fs->type, "xfs");
-	const char *argv[12];
-	char bs[32], tool[32];
+	if (!strcmp(type, "ext4"))
+		return "e2fsprogs";
+	if (!strcmp(type, "xfs"))
+		return "xfsprogs";
+	if (!strcmp(type, "btrfs"))
+		return "btrfs-progs";
+	if (!strcmp(type, "f2fs"))
+		return "f2fs-tools";
+	return "erofs-utils";
+}
+
+/*
+ * Run mkfs.@fs->type with @fs->block_size on @dev; for erofs, of the
+ * image file @dev from the directory @src. Return: 0, KSFT_SKIP or -1.
+ */
+static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
+{
+	const char *type = fs->type, *argv[12];
+	char bs[48], tool[32];
 	struct statfs sfs;
 	int ret, n = 0;
 
-	snprintf(tool, sizeof(tool), "mkfs.%s", fs->type);
-	snprintf(bs, sizeof(bs), xfs ? "size=%lu" : "%lu", fs->block_size);
+	snprintf(tool, sizeof(tool), "mkfs.%s", type);
 	argv[n++] = tool;
-	argv[n++] = "-q";
-	argv[n++] = xfs ? "-f" : "-F";
-	argv[n++] = "-b";
-	argv[n++] = bs;
-	if (xfs) {
-		argv[n++] = "-K";	/* no discard: the image is sparse */
+	if (!strcmp(type, "erofs")) {
+		/*
+		 * Chunk-based: the file's holes dedupe to one chunk and the
+		 * image stays small, but every byte of the file is read.
+		 */
+		snprintf(bs, sizeof(bs), "--chunksize=%lu", fs->block_size);
+		argv[n++] = bs;
+		argv[n++] = dev;
+		argv[n++] = src;
+	} else if (!strcmp(type, "f2fs")) {
+		/* Blocks of 4 KiB (mkfs.f2fs has no block size option). */
+		argv[n++] = "-q";
+		argv[n++] = "-f";
+		argv[n++] = "-t";
+		argv[n++] = "0";	/* no discard: the image is sparse */
+		argv[n++] = dev;
 	} else {
-		argv[n++] = "-E";
-		argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
+		snprintf(bs, sizeof(bs), strcmp(type, "xfs") ? "%lu" : "size=%lu",
+			 fs->block_size);
+		argv[n++] = "-q";
+		argv[n++] = strcmp(type, "ext4") ? "-f" : "-F";
+		argv[n++] = strcmp(type, "btrfs") ? "-b" : "-s";
+		argv[n++] = bs;
+		if (!strcmp(type, "ext4")) {
+			argv[n++] = "-E";
+			argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
+		} else {
+			argv[n++] = "-K";	/* no discard: sparse image */
+		}
+		argv[n++] = dev;
 	}
-	argv[n++] = dev;
 	argv[n] = NULL;
 	ret = run_quiet((char *const *)argv);
 	if (ret == 127)
-		return ra_fs_skip(fs, "%s not found (install e2fsprogs/xfsprogs)",
-				  tool);
+		return ra_fs_skip(fs, "%s not found (install %s)", tool,
+				  mkfs_package(type));
 	/*
 	 * mkfs writes the metadata (XFS: its 64 MiB log) into the sparse
 	 * image, on a tmpfs that holds at most half of MemAvailable: on a
@@ -637,10 +682,88 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
 		return KSFT_SKIP;
 	}
 	if (ret) {
-		snprintf(fs->why, sizeof(fs->why), "%s -b %s failed (exit %d)",
-			 tool, bs, ret);
+		snprintf(fs->why, sizeof(fs->why),
+			 "%s with %lu-byte blocks failed (exit %d)", tool,
+			 fs->block_size, ret);
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The read_ahead_kb attribute that governs the files of the filesystem
+ * mounted from @fs->bdev: its loop device's, but for btrfs, which reads
+ * through a bdi of its own (its ra_pages, at mount, the devices' sum and
+ * at least 4 MiB), found by the device in /sys/fs/btrfs/<fsid>/devices.
+ */
+static void find_fs_ra(struct ra_fs *fs)
+{
+	char path[2 * RA_PATH_LEN];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
+		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
+	if (strcmp(fs->type, "btrfs"))
+		return;
+	fs->sysfs_ra[0] = '\0';
+	dp = opendir("/sys/fs/btrfs");
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices/%s",
+			 d->d_name, fs->bdev);
+		if (d->d_name[0] == '.' || access(path, F_OK))
+			continue;
+		snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
+			 "/sys/fs/btrfs/%s/bdi/read_ahead_kb", d->d_name);
+		break;
+	}
+	closedir(dp);
+}
+
+/*
+ * Mount @dev, attached to a loop device whose descriptor is @loop_fd, at
+ * @fs->mnt (erofs read-only); the mount then holds the loop device,
+ * which detaches itself on its release. Return: 0, KSFT_SKIP or -1.
+ */
+static int fs_mount(struct ra_fs *fs, const char *dev, int loop_fd)
+{
+	unsigned long flags = MS_NOATIME;
+	const char *opts = "";
+	int err;
+
+	if (!strcmp(fs->type, "ext4"))
+		opts = "noinit_itable";
+	if (!strcmp(fs->type, "erofs"))
+		flags |= MS_RDONLY;
+	if (mount(dev, fs->mnt, fs->type, flags, opts)) {
+		err = errno;
+		close(loop_fd);
+		errno = err;
+		if (err == ENODEV)
+			return ra_fs_skip(fs, "kernel lacks %s support",
+					  fs->type);
+		/*
+		 * A fresh filesystem that does not mount only when its blocks
+		 * are not of the page size: the kernel lacks large block size
+		 * support (XFS says EINVAL, or "not implemented" before 6.x),
+		 * or blocks smaller than the page (f2fs wants blocks of the
+		 * page size; btrfs before its subpage support).
+		 */
+		if (fs->block_size != fs->page_size) {
+			snprintf(fs->why, sizeof(fs->why),
+				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages (%s)",
+				 fs->type, fs->block_size, fs->page_size,
+				 strerror(err));
+			return KSFT_SKIP;
+		}
+		return ra_fs_fail(fs, "mount");
+	}
+	close(loop_fd);
+	fs->own = true;
+	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
+	find_fs_ra(fs);
 	return 0;
 }
 
@@ -653,10 +776,10 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev)
  * ra_fs_reuse_init() lets it, emptied of files; else makes one: mounts
  * a tmpfs over /tmp in a private mount namespace, creates a sparse image
  * on it, attaches it to a loop device with LO_FLAGS_AUTOCLEAR, runs mkfs
- * and mounts the result. Everything vanishes with the namespace's last
- * process. When the environment variable
- * READAHEAD_TEST_DIR names a directory, that directory is used instead
- * and nothing is created.
+ * and mounts the result (erofs, made of files, waits for ra_fs_seal()).
+ * Everything vanishes with the namespace's last process. When the
+ * environment variable READAHEAD_TEST_DIR names a directory, that
+ * directory is used instead and nothing is created.
  *
  * Return: 0 on success; KSFT_SKIP when the environment cannot run the
  * test (no CAP_SYS_ADMIN in the initial user namespace, a root that is
@@ -669,7 +792,6 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	const char *env = getenv(RA_ENV_DIR), *type = kind->type;
 	char img[RA_PATH_LEN], dev[32], opts_buf[64];
 	int img_fd, loop_fd = -1, ret;
-	const char *opts;
 	pid_t parent;
 
 	memset(fs, 0, sizeof(*fs));
@@ -687,6 +809,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = block_size;
+	fs->max_folio = kind->max_folio_blocks * block_size;
 	if (!have_cap_sys_admin())
 		return ra_fs_skip(fs, "needs CAP_SYS_ADMIN to create a loop filesystem");
 	if (!in_initial_userns())
@@ -727,6 +850,14 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->mnt, sizeof(fs->mnt), "%s/mnt", RA_SCRATCH);
 	if (mkdir(fs->mnt, 0700))
 		return ra_fs_fail(fs, "mkdir");
+	/* erofs is made by ra_fs_seal(), of the files written before. */
+	if (!strcmp(type, "erofs")) {
+		snprintf(fs->dir, sizeof(fs->dir), "%s/src", RA_SCRATCH);
+		if (mkdir(fs->dir, 0700))
+			return ra_fs_fail(fs, "mkdir");
+		fs->own = true;
+		return 0;
+	}
 	img_fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (img_fd < 0)
 		return ra_fs_fail(fs, "creating image");
@@ -740,45 +871,57 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	if (ret)
 		return ret;
 
-	ret = fs_mkfs(fs, dev);
-	if (ret) {
+	ret = fs_mkfs(fs, dev, NULL);
+	if (!ret)
+		ret = fs_mount(fs, dev, loop_fd);
+	else
 		close(loop_fd);
+	if (ret)
 		return ret;
-	}
-	opts = strcmp(type, "ext4") ? "" : "noinit_itable";
-	if (mount(dev, fs->mnt, type, MS_NOATIME, opts)) {
-		int err = errno;
-
-		close(loop_fd);
-		errno = err;
-		if (err == ENODEV)
-			return ra_fs_skip(fs, "kernel lacks %s support", type);
-		/*
-		 * A fresh filesystem that does not mount only when its blocks
-		 * are larger than a page: the kernel lacks large block size
-		 * support (XFS says EINVAL, or "not implemented" before 6.x).
-		 */
-		if (block_size > fs->page_size) {
-			snprintf(fs->why, sizeof(fs->why),
-				 "kernel cannot mount %s with %lu-byte blocks on %lu-byte pages (%s)",
-				 type, block_size, fs->page_size, strerror(err));
-			return KSFT_SKIP;
-		}
-		return ra_fs_fail(fs, "mount");
-	}
-	/* The mount now holds the loop device; autoclear on its release. */
-	close(loop_fd);
-	fs->own = true;
-	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
-	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
-		 "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
 	if (kept && read_ra_kb(fs->sysfs_ra, &kept->ra_kb)) {
 		snprintf(kept->type, sizeof(kept->type), "%s", type);
 		kept->block_size = block_size;
 		snprintf(kept->bdev, sizeof(kept->bdev), "%s", fs->bdev);
+		snprintf(kept->sysfs_ra, sizeof(kept->sysfs_ra), "%s",
+			 fs->sysfs_ra);
 		__atomic_store_n(&kept->ready, true, __ATOMIC_RELEASE);
 	}
 	return 0;
+}
+
+/**
+ * ra_fs_seal() - make a read-only filesystem of the files written so far
+ * @fs: filesystem from ra_fs_setup()
+ *
+ * For erofs, whose image is made of a directory's files, not written to:
+ * runs mkfs.erofs over @fs->dir, attaches the image to a loop device,
+ * mounts it read-only, and @fs->dir becomes the mount, where each file
+ * has the name it had. The image replaces no file: the test's files
+ * under the old @fs->dir stay, and are removed by ra_fs_teardown().
+ * Nothing for other filesystems.
+ *
+ * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set.
+ */
+int ra_fs_seal(struct ra_fs *fs)
+{
+	char img[RA_PATH_LEN], dev[32];
+	int img_fd, loop_fd = -1, ret;
+
+	if (strcmp(fs->type, "erofs"))
+		return 0;
+	snprintf(img, sizeof(img), "%s/image", RA_SCRATCH);
+	ret = fs_mkfs(fs, img, fs->dir);
+	if (ret)
+		return ret;
+	img_fd = open(img, O_RDWR | O_CLOEXEC);
+	if (img_fd < 0)
+		return ra_fs_fail(fs, "opening the erofs image");
+	ret = loop_attach(fs, img_fd, dev, sizeof(dev), &loop_fd);
+	close(img_fd);
+	unlink(img);
+	if (ret)
+		return ret;
+	return fs_mount(fs, dev, loop_fd);
 }
 
 /**

@@ -21,13 +21,16 @@
 
 /**
  * struct ra_fs_kind - a filesystem variant the tests run on
- * @type: filesystem type name, "ext4" or "xfs"
+ * @type: filesystem type name: "ext4", "xfs", "btrfs", "f2fs" or "erofs"
  * @block_size: block size in bytes; above the page size the page cache
  *	uses folios of at least that size (min folio order above 0)
+ * @max_folio_blocks: the most blocks a page cache folio of a regular
+ *	file holds, 0 when the filesystem sets no limit below the PMD
  */
 struct ra_fs_kind {
 	const char *type;
 	unsigned long block_size;
+	unsigned long max_folio_blocks;
 };
 
 /**
@@ -38,6 +41,8 @@ struct ra_fs_kind {
  * @type: filesystem type name
  * @block_size: filesystem block size in bytes
  * @page_size: page size in bytes
+ * @max_folio: largest page cache folio of the test file in bytes, 0 when
+ *	no smaller than a PMD (struct ra_fs_kind's @max_folio_blocks)
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
  * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
  * @ra_saved: true when @saved_ra_kb holds a value to put back
@@ -54,6 +59,7 @@ struct ra_fs {
 	char type[16];
 	unsigned long block_size;
 	unsigned long page_size;
+	unsigned long max_folio;
 	unsigned long ra_kb;
 	unsigned long saved_ra_kb;
 	bool ra_saved;
@@ -67,6 +73,7 @@ struct ra_fs {
 /* ra_fs.c: the filesystem, its disk's read_ahead_kb, the machine's memory */
 void ra_fs_reuse_init(void);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
+int ra_fs_seal(struct ra_fs *fs);
 void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
 unsigned long ra_pages(const struct ra_fs *fs);
@@ -85,7 +92,7 @@ int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
-	ra_xfs_64k;
+	ra_xfs_64k, ra_btrfs_4k, ra_f2fs_4k, ra_erofs_4k;
 
 #ifdef __KSELFTEST_HARNESS_H
 /**

@@ -57,6 +57,7 @@ FIXTURE_VARIANT_ADD(exec_mapping, ext4_4k) { .fs = &ra_ext4_4k };
 FIXTURE_VARIANT_ADD(exec_mapping, xfs_4k) { .fs = &ra_xfs_4k };
 FIXTURE_VARIANT_ADD(exec_mapping, xfs_16k) { .fs = &ra_xfs_16k };
 FIXTURE_VARIANT_ADD(exec_mapping, xfs_64k) { .fs = &ra_xfs_64k };
+FIXTURE_VARIANT_ADD(exec_mapping, erofs_4k) { .fs = &ra_erofs_4k };
 
 FIXTURE_SETUP(exec_mapping)
 {

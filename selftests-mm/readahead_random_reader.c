@@ -159,6 +159,8 @@ FIXTURE_VARIANT_ADD(random_reader, ext4_4k) { .fs = &ra_ext4_4k };
 FIXTURE_VARIANT_ADD(random_reader, xfs_4k) { .fs = &ra_xfs_4k };
 FIXTURE_VARIANT_ADD(random_reader, xfs_16k) { .fs = &ra_xfs_16k };
 FIXTURE_VARIANT_ADD(random_reader, xfs_64k) { .fs = &ra_xfs_64k };
+FIXTURE_VARIANT_ADD(random_reader, btrfs_4k) { .fs = &ra_btrfs_4k };
+FIXTURE_VARIANT_ADD(random_reader, f2fs_4k) { .fs = &ra_f2fs_4k };
 
 FIXTURE_SETUP(random_reader)
 {

@@ -74,6 +74,10 @@ FIXTURE_VARIANT_ADD(read_around, xfs_32k_default) { .fs = &ra_xfs_32k, .folios =
 FIXTURE_VARIANT_ADD(read_around, xfs_64k_win4) { .fs = &ra_xfs_64k, .folios = 4 };
 FIXTURE_VARIANT_ADD(read_around, xfs_64k_win3) { .fs = &ra_xfs_64k, .folios = 3 };
 FIXTURE_VARIANT_ADD(read_around, xfs_64k_default) { .fs = &ra_xfs_64k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, btrfs_4k_win3) { .fs = &ra_btrfs_4k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, btrfs_4k_default) { .fs = &ra_btrfs_4k, .folios = 0 };
+FIXTURE_VARIANT_ADD(read_around, f2fs_4k_win3) { .fs = &ra_f2fs_4k, .folios = 3 };
+FIXTURE_VARIANT_ADD(read_around, f2fs_4k_default) { .fs = &ra_f2fs_4k, .folios = 0 };
 
 FIXTURE_SETUP(read_around)
 {

@@ -75,6 +75,8 @@ FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k) { .fs = &ra_xfs_16k, .ra_kb = WIDE_KB 
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_16k_default) { .fs = &ra_xfs_16k, .ra_kb = DEFAULT_KB };
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k) { .fs = &ra_xfs_64k, .ra_kb = WIDE_KB };
 FIXTURE_VARIANT_ADD(sticky_miss, xfs_64k_default) { .fs = &ra_xfs_64k, .ra_kb = DEFAULT_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, btrfs_4k_default) { .fs = &ra_btrfs_4k, .ra_kb = DEFAULT_KB };
+FIXTURE_VARIANT_ADD(sticky_miss, f2fs_4k_default) { .fs = &ra_f2fs_4k, .ra_kb = DEFAULT_KB };
 
 FIXTURE_SETUP(sticky_miss)
 {

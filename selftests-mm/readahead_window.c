@@ -77,6 +77,8 @@ FIXTURE_VARIANT_ADD(window, ext4_4k) { .fs = &ra_ext4_4k };
 FIXTURE_VARIANT_ADD(window, xfs_4k) { .fs = &ra_xfs_4k };
 FIXTURE_VARIANT_ADD(window, xfs_16k) { .fs = &ra_xfs_16k };
 FIXTURE_VARIANT_ADD(window, xfs_64k) { .fs = &ra_xfs_64k };
+FIXTURE_VARIANT_ADD(window, btrfs_4k) { .fs = &ra_btrfs_4k };
+FIXTURE_VARIANT_ADD(window, f2fs_4k) { .fs = &ra_f2fs_4k };
 
 FIXTURE_SETUP(window)
 {

@@ -6,8 +6,9 @@
 #   vm/guest-root.sh [--cache DIR] ARCH
 #
 # ARCH is a Debian architecture (arm64, ppc64el). The programs the guest
-# init and the suite use (busybox-static, e2fsprogs, xfsprogs, mount for
-# losetup, dash, coreutils for timeout, bash) and the shared library
+# init and the suite use (busybox-static, e2fsprogs, xfsprogs,
+# btrfs-progs, f2fs-tools, erofs-utils, mount for losetup, dash,
+# coreutils for timeout, bash) and the shared library
 # packages they depend on are taken from the machine's own Debian release
 # through the private apt state of vm/debian-apt.sh, extracted once with
 # dpkg-deb -x into DIR/<codename>-<ARCH>, and that path is printed.
@@ -26,7 +27,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_GUEST_ROOT_CACHE:-/var/cache/readahead-selftests/guest-root}
-programs="busybox-static e2fsprogs xfsprogs mount dash coreutils bash"
+programs="busybox-static e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils mount dash
+	coreutils bash"
 
 usage() {
 	sed -n '4,/^# Default cache/{/^# Default cache/d; s/^# \{0,1\}//p; }' "$0" >&2

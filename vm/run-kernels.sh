@@ -149,8 +149,8 @@ fi
 # The inputs of a run that do not depend on the column or the test
 # (--reuse).
 inputs_common() {
-	dpkg-query -W busybox busybox-static e2fsprogs xfsprogs mount dash \
-		coreutils bash qemu-system-x86 qemu-system-arm \
+	dpkg-query -W busybox busybox-static e2fsprogs xfsprogs btrfs-progs \
+		f2fs-tools erofs-utils mount dash coreutils bash qemu-system-x86 qemu-system-arm \
 		qemu-system-ppc 2> /dev/null || true
 	sha256sum < "$here/run-vm.sh"
 	sha256sum < "$here/guest-root.sh"

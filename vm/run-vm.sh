@@ -7,7 +7,8 @@
 #
 # The guest is a throw-away initramfs (busybox, mkfs.ext4, mkfs.xfs,
 # losetup, the suite's binaries and their shared libraries, plus the loop,
-# ext4 and xfs modules when the kernel is modular).  Nothing is written to
+# ext4 and xfs modules when the kernel is modular; mkfs.btrfs, mkfs.f2fs,
+# mkfs.erofs and their modules where there are).  Nothing is written to
 # disk images; all temporary files live in one directory that is removed on
 # exit.
 #
@@ -391,7 +392,21 @@ pvh_image() {
 
 # Modules the suite needs.  Each must be built in or found in --modules.
 needed_modules=(loop ext4 xfs)
+# Modules of the filesystems some variants run on: a kernel that has none
+# of one skips them.
+optional_modules=(btrfs f2fs erofs)
 module_files=() # host paths, in load order
+
+# Add the files of "insmod <path>" lines of modprobe --show-depends $1.
+add_module_files() {
+	local entry path _
+	while read -r entry path _; do
+		[ "$entry" = insmod ] || continue
+		case $seen in *" $path "*) continue ;; esac
+		seen="$seen$path "
+		module_files+=("$path")
+	done <<<"$1"
+}
 
 # Find the lib/modules/<release> directory in what --modules points to.
 find_moddir() {
@@ -465,12 +480,12 @@ resolve_modules() {
 			--show-depends "$name" 2>&1); then
 			die "module '$name' not found in '$moddir' and not built in"
 		fi
-		while read -r entry path _; do
-			[ "$entry" = insmod ] || continue
-			case $seen in *" $path "*) continue ;; esac
-			seen="$seen$path "
-			module_files+=("$path")
-		done <<<"$out"
+		add_module_files "$out"
+	done
+	for name in "${optional_modules[@]}"; do
+		out=$(modprobe -C "$tmp/modprobe.d" -d "$base" -S "$ver" \
+			--show-depends "$name" 2>/dev/null) || continue
+		add_module_files "$out"
 	done
 
 	# A module tree for another kernel would fail later with a less
@@ -550,7 +565,7 @@ add_program() {
 add_program mkfs.ext4 required
 add_program mkfs.xfs required
 add_program losetup required
-for p in mke2fs timeout; do
+for p in mke2fs timeout mkfs.btrfs mkfs.f2fs mkfs.erofs; do
 	add_program "$p" optional
 done
 [ -f "$guest_root/etc/mke2fs.conf" ] && add_file "$guest_root/etc/mke2fs.conf" /etc/mke2fs.conf
