@@ -75,7 +75,6 @@ FIXTURE_VARIANT_ADD(advice, xfs_16k) { .fs = &ra_xfs_16k };
 FIXTURE_VARIANT_ADD(advice, xfs_64k) { .fs = &ra_xfs_64k };
 FIXTURE_VARIANT_ADD(advice, btrfs_4k) { .fs = &ra_btrfs_4k };
 FIXTURE_VARIANT_ADD(advice, f2fs_4k) { .fs = &ra_f2fs_4k };
-FIXTURE_VARIANT_ADD(advice, erofs_4k) { .fs = &ra_erofs_4k };
 
 FIXTURE_SETUP(advice)
 {
