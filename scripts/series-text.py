@@ -366,6 +366,14 @@ value it was attached with at each reuse and, from a watcher process,
 once the binary has ended, however it ended; a test dies with its
 harness process (PR_SET_PDEATHSIG), so that none runs beside the next.
 Without the call, each test makes its own namespace and filesystem.
+The kinds are ext4, XFS of several block sizes (min folio orders), and
+for the tests another filesystem can change, btrfs, whose files are
+read through a bdi of its own (ra_pages at mount the devices' sum and
+at least 4 MiB), so that the test sets that bdi's read_ahead_kb; f2fs,
+whose own read path builds order-0 folios for files that are not
+immutable; and erofs, read-only, whose image ra_fs_seal() makes of the
+test file with mkfs.erofs. A kind whose tool or filesystem is missing
+skips, as does f2fs where its blocks cannot be the page size.
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
 and print each figure with its bound, ra_pages and folio size in one
@@ -543,9 +551,10 @@ def kernel_changelog(patch):
 
 SHARED = """\
 Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
-blocks, so that filesystems with a min folio order are covered; one per
-kind, shared by the tests of a binary in turn), drops its file from the page cache, faults it in through a mapping in a
-fixed pattern, and bounds either the major faults it takes (ru_majflt)
+blocks, so that filesystems with a min folio order are covered; btrfs,
+f2fs and erofs where they can change the verdict; one per kind, shared
+by the tests of a binary in turn), drops its file from the page cache,
+faults it in through a mapping in a fixed pattern, and bounds either the major faults it takes (ru_majflt)
 or the pages it brings into the page cache (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
 size) and lies far from the figures of healthy and broken kernels, which
