@@ -764,6 +764,18 @@ static int fs_mount(struct ra_fs *fs, const char *dev, int loop_fd)
 	fs->own = true;
 	snprintf(fs->dir, sizeof(fs->dir), "%s", fs->mnt);
 	find_fs_ra(fs);
+	/*
+	 * Kept for the next tests; erofs too, never reused (it takes no
+	 * file), so that its read_ahead_kb is put back all the same.
+	 */
+	if (kept && read_ra_kb(fs->sysfs_ra, &kept->ra_kb)) {
+		snprintf(kept->type, sizeof(kept->type), "%s", fs->type);
+		kept->block_size = fs->block_size;
+		snprintf(kept->bdev, sizeof(kept->bdev), "%s", fs->bdev);
+		snprintf(kept->sysfs_ra, sizeof(kept->sysfs_ra), "%s",
+			 fs->sysfs_ra);
+		__atomic_store_n(&kept->ready, true, __ATOMIC_RELEASE);
+	}
 	return 0;
 }
 
@@ -876,17 +888,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 		ret = fs_mount(fs, dev, loop_fd);
 	else
 		close(loop_fd);
-	if (ret)
-		return ret;
-	if (kept && read_ra_kb(fs->sysfs_ra, &kept->ra_kb)) {
-		snprintf(kept->type, sizeof(kept->type), "%s", type);
-		kept->block_size = block_size;
-		snprintf(kept->bdev, sizeof(kept->bdev), "%s", fs->bdev);
-		snprintf(kept->sysfs_ra, sizeof(kept->sysfs_ra), "%s",
-			 fs->sysfs_ra);
-		__atomic_store_n(&kept->ready, true, __ATOMIC_RELEASE);
-	}
-	return 0;
+	return ret;
 }
 
 /**
