@@ -326,7 +326,7 @@ DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
 	zstd mount stress-ng sqlite3
 
 deps:
-	$(TOP)/scripts/deps.sh $(DEBS)
+	@$(TOP)/scripts/deps.sh $(DEBS)
 
 check:
 	$(TOP)/scripts/check.sh
