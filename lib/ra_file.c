@@ -26,7 +26,7 @@
 #define RA_EROFS_MAX		(128UL << 20)
 
 #define RA_FMT_FILE \
-	"%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
+	"%s on %s%s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
 
 /**
  * ra_file_create() - create a sparse test file
@@ -135,6 +135,7 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	if (ret)
 		return ret;
 	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev[0] ? fs->bdev : fs->dir,
+		       strcmp(fs->type, "btrfs") ? "" : " (read_ahead_kb: its bdi's)",
 		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
 		       size >> 20);
 	return 0;

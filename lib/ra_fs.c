@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include <linux/loop.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sys/capability.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -152,27 +153,50 @@ static bool in_initial_userns(void)
 	return n == 3 && !inside && !outside && count == 4294967295UL;
 }
 
-/* Run argv[0] found in PATH (plus the sbin directories), output hidden. */
-static int run_quiet(char *const argv[])
+/*
+ * Run argv[0] found in PATH (plus the sbin directories), its output
+ * hidden; the first line it wrote to stderr (where mkfs says what it
+ * refused, before its usage) goes to @err (@len bytes).
+ */
+static int run_quiet(char *const argv[], char *err, size_t len)
 {
-	int status;
+	int status, efd = memfd_create("ra-stderr", MFD_CLOEXEC);
+	char buf[4096], *line, *end;
+	ssize_t n = 0;
 	pid_t pid;
 
+	err[0] = '\0';
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(efd);
 		return -1;
+	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
-		if (null >= 0) {
+		if (null >= 0)
 			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
+		dup2(efd >= 0 ? efd : null, STDERR_FILENO);
 		setenv("PATH", "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin", 1);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) != pid)
+		status = -1;
+	if (efd >= 0) {
+		n = pread(efd, buf, sizeof(buf) - 1, 0);
+		close(efd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	for (line = buf; *line == '\n'; line++)
+		;
+	end = strchr(line, '\n');
+	if (end)
+		*end = '\0';
+	n = strnlen(line, len - 1);
+	memcpy(err, line, n);
+	err[n] = '\0';
+	if (status == -1)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
@@ -259,9 +283,13 @@ static int fs_use_dir(struct ra_fs *fs, const char *dir,
 	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
 		return ra_fs_skip(fs, "%s is on tmpfs/ramfs, which has no readahead",
 				  dir);
+	/* btrfs reads with its own bdi's read_ahead_kb, not the disk's. */
 	if (sfs.f_type != XFS_SUPER_MAGIC && sfs.f_type != EXT4_SUPER_MAGIC)
-		return ra_fs_skip(fs, "%s: filesystem magic %#lx, not ext4 or XFS",
-				  dir, (unsigned long)sfs.f_type);
+		return ra_fs_skip(fs, "%s is on %s: " RA_ENV_DIR " takes ext4 and XFS only",
+				  dir, sfs.f_type == BTRFS_SUPER_MAGIC ? "btrfs" :
+				  sfs.f_type == F2FS_SUPER_MAGIC ? "f2fs" :
+				  sfs.f_type == EROFS_SUPER_MAGIC_V1 ? "erofs" :
+				  "another filesystem");
 	if (!mount_type(st.st_dev, type, sizeof(type)))
 		return ra_fs_skip(fs, "%s: no mount of its device in /proc/self/mountinfo",
 				  dir);
@@ -342,7 +370,9 @@ static int loop_attach(struct ra_fs *fs, int img_fd, char *dev, size_t len,
  * a new one is mounted, so a test killed in between leaves it clear;
  * sysfs_ra is the read_ahead_kb attribute that governs its files (its
  * loop device's, or btrfs's own bdi's) and ra_kb what that attribute
- * read once mounted, in KiB.
+ * read once mounted, in KiB. test_pgid is the process group of the test
+ * running now (the harness gives each its own), 0 between tests;
+ * main_pgid the main process's, never a test's.
  */
 struct ra_fs_kept {
 	bool ready;
@@ -351,6 +381,8 @@ struct ra_fs_kept {
 	char bdev[32];
 	char sysfs_ra[2 * RA_PATH_LEN];
 	unsigned long ra_kb;
+	pid_t main_pgid;
+	pid_t test_pgid;
 };
 
 /* NULL unless ra_fs_reuse_init() made the binary's namespace. */
@@ -435,10 +467,15 @@ static bool read_ra_kb(const char *path, unsigned long *kb)
  * namespace keeps the filesystem mounted: the device is still the
  * binary's when it writes.
  */
-static void kept_watch(int rd)
+static void kept_watch(int rd, int main_fd)
 {
-	int null = open("/dev/null", O_RDWR);
+	struct pollfd p[2] = {
+		{ .fd = STDIN_FILENO, .events = POLLIN },
+		{ .fd = 3, .events = POLLIN },
+	};
+	int null = open("/dev/null", O_RDWR), np = main_fd >= 0 ? 2 : 1;
 	ssize_t n;
+	pid_t pg;
 	char c;
 
 	setsid();
@@ -451,10 +488,33 @@ static void kept_watch(int rd)
 		dup2(null, STDOUT_FILENO);
 		dup2(null, STDERR_FILENO);
 	}
-	syscall(__NR_close_range, 3, ~0U, 0);
-	do
-		n = read(STDIN_FILENO, &c, 1);
-	while (n > 0 || (n < 0 && errno == EINTR));
+	if (main_fd >= 0)
+		dup2(main_fd, 3);
+	syscall(__NR_close_range, np == 2 ? 4 : 3, ~0U, 0);
+	for (;;) {
+		if (poll(p, np, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		/*
+		 * The main process is gone (killed: a runner's timeout, ^C):
+		 * the harness process of the test running now is in a
+		 * process group of its own, which nothing else stops. That
+		 * group still holds the pipe, so its id is not reused yet.
+		 */
+		if (np == 2 && p[1].revents) {
+			pg = __atomic_load_n(&kept->test_pgid, __ATOMIC_ACQUIRE);
+			if (pg > 1 && pg != kept->main_pgid)
+				kill(-pg, SIGKILL);
+			np = 1;
+		}
+		if (p[0].revents) {
+			n = read(STDIN_FILENO, &c, 1);
+			if (!n || (n < 0 && errno != EINTR))
+				break;
+		}
+	}
 	kept_put_back_ra();
 	_exit(0);
 }
@@ -478,7 +538,7 @@ static void kept_watch(int rd)
 void ra_fs_reuse_init(void)
 {
 	const char *env = getenv(RA_ENV_DIR), *why = NULL;
-	int pipefd[2] = { -1, -1 };
+	int pipefd[2] = { -1, -1 }, main_fd;
 	pid_t watcher;
 	struct stat st;
 	void *page;
@@ -502,12 +562,17 @@ void ra_fs_reuse_init(void)
 		return;
 	}
 	kept = page;
+	kept->main_pgid = getpgrp();
+	/* Before 5.3 no pidfd: a killed main process leaves its test be. */
+	main_fd = syscall(__NR_pidfd_open, getpid(), 0);
 	watcher = pipe2(pipefd, O_CLOEXEC) ? -1 : fork();
 	if (watcher < 0 && pipefd[0] >= 0) {
 		close(pipefd[0]);
 		close(pipefd[1]);
 	}
 	if (watcher < 0) {
+		if (main_fd >= 0)
+			close(main_fd);
 		reuse_off = "no watcher process";
 		munmap(page, sizeof(*kept));
 		kept = NULL;
@@ -515,8 +580,10 @@ void ra_fs_reuse_init(void)
 	}
 	if (!watcher) {
 		close(pipefd[1]);
-		kept_watch(pipefd[0]);
+		kept_watch(pipefd[0], main_fd);
 	}
+	if (main_fd >= 0)
+		close(main_fd);
 	/* pipefd[1] stays open in this process and the tests it forks. */
 	close(pipefd[0]);
 	ns_tmp_dev = st.st_dev;
@@ -626,7 +693,7 @@ static const char *mkfs_package(const char *type)
 static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
 {
 	const char *type = fs->type, *argv[12];
-	char bs[48], tool[32];
+	char bs[48], tool[32], err[160];
 	struct statfs sfs;
 	int ret, n = 0;
 
@@ -664,7 +731,7 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
 		argv[n++] = dev;
 	}
 	argv[n] = NULL;
-	ret = run_quiet((char *const *)argv);
+	ret = run_quiet((char *const *)argv, err, sizeof(err));
 	if (ret == 127)
 		return ra_fs_skip(fs, "%s not found (install %s)", tool,
 				  mkfs_package(type));
@@ -683,8 +750,8 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
 	}
 	if (ret) {
 		snprintf(fs->why, sizeof(fs->why),
-			 "%s with %lu-byte blocks failed (exit %d)", tool,
-			 fs->block_size, ret);
+			 "%s with %lu-byte blocks failed (exit %d): %s", tool,
+			 fs->block_size, ret, err[0] ? err : "no message");
 		return -1;
 	}
 	return 0;
@@ -816,6 +883,9 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	parent = getppid();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		return ra_fs_fail(fs, "dying with the harness process");
+	/* And with the main process: its watcher kills this group then. */
+	if (kept && getpgrp() != kept->main_pgid)
+		__atomic_store_n(&kept->test_pgid, getpgrp(), __ATOMIC_RELEASE);
 	if (env && *env)
 		return fs_use_dir(fs, env, kind);
 
@@ -951,6 +1021,11 @@ static void ra_restore_read_ahead_kb(struct ra_fs *fs)
  */
 void ra_fs_teardown(struct ra_fs *fs)
 {
+	pid_t pg = getpgrp();
+
+	if (kept)
+		__atomic_compare_exchange_n(&kept->test_pgid, &pg, 0, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	ra_restore_read_ahead_kb(fs);
 	if (fs->file[0])
 		unlink(fs->file);
