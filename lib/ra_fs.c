@@ -21,7 +21,7 @@
  * a test killed before its teardown left, the next test of the kind, a
  * change of kind or, once the binary has ended however it ended, the
  * binary's watcher process puts back. A test is killed when its harness
- * process dies, so that it never runs beside the next test.
+ * process or the main one dies (by the watcher), never left running.
  * What a test changes outside it (read_ahead_kb of a disk of the user's,
  * a file there, a cgroup) is put back by a watcher process once the test
  * process is gone.
