@@ -64,8 +64,9 @@ const struct ra_fs_kind ra_xfs_32k = { .type = "xfs", .block_size = 32768 };
 const struct ra_fs_kind ra_xfs_64k = { .type = "xfs", .block_size = 65536 };
 /*
  * btrfs tracks the blocks of a folio in bitmaps of an unsigned long
- * (BTRFS_MAX_BLOCKS_PER_FOLIO); f2fs builds large folios for immutable
- * files only, and the test file is not.
+ * (BTRFS_MAX_BLOCKS_PER_FOLIO; 512 blocks with CONFIG_BTRFS_EXPERIMENTAL,
+ * where this undercounts); f2fs builds large folios for immutable files
+ * only, and the test file is not.
  */
 const struct ra_fs_kind ra_btrfs_4k = {
 	.type = "btrfs", .block_size = 4096, .max_folio_blocks = 8 * sizeof(long)
@@ -153,15 +154,21 @@ static bool in_initial_userns(void)
 	return n == 3 && !inside && !outside && count == 4294967295UL;
 }
 
+static bool says_error(const char *line)
+{
+	return strstr(line, "rror") || strstr(line, "<E>");
+}
+
 /*
  * Run argv[0] found in PATH (plus the sbin directories), its output
- * hidden; the first line it wrote to stderr (where mkfs says what it
- * refused, before its usage) goes to @err (@len bytes).
+ * hidden; of what it wrote to stderr, the last line that says "rror" or
+ * "<E>" (mkfs.erofs's mark), else the last line, goes to @err (@len
+ * bytes): not a version banner or a warning before the error.
  */
 static int run_quiet(char *const argv[], char *err, size_t len)
 {
 	int status, efd = memfd_create("ra-stderr", MFD_CLOEXEC);
-	char buf[4096], *line, *end;
+	char buf[4096], *line, *pick = NULL, *next;
 	ssize_t n = 0;
 	pid_t pid;
 
@@ -172,7 +179,7 @@ static int run_quiet(char *const argv[], char *err, size_t len)
 		return -1;
 	}
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 		if (null >= 0)
 			dup2(null, STDOUT_FILENO);
@@ -188,13 +195,15 @@ static int run_quiet(char *const argv[], char *err, size_t len)
 		close(efd);
 	}
 	buf[n > 0 ? n : 0] = '\0';
-	for (line = buf; *line == '\n'; line++)
-		;
-	end = strchr(line, '\n');
-	if (end)
-		*end = '\0';
-	n = strnlen(line, len - 1);
-	memcpy(err, line, n);
+	for (line = buf; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (*line && (!pick || !says_error(pick) || says_error(line)))
+			pick = line;
+	}
+	n = pick ? strnlen(pick, len - 1) : 0;
+	memcpy(err, pick ? pick : "", n);
 	err[n] = '\0';
 	if (status == -1)
 		return -1;
@@ -467,6 +476,17 @@ static bool read_ra_kb(const char *path, unsigned long *kb)
  * namespace keeps the filesystem mounted: the device is still the
  * binary's when it writes.
  */
+/* Whether process @pid is in this process's mount namespace. */
+static bool in_this_ns(pid_t pid)
+{
+	struct stat self, other;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	return !stat("/proc/self/ns/mnt", &self) && !stat(path, &other) &&
+	       self.st_ino == other.st_ino && self.st_dev == other.st_dev;
+}
+
 static void kept_watch(int rd, int main_fd)
 {
 	struct pollfd p[2] = {
@@ -497,22 +517,25 @@ static void kept_watch(int rd, int main_fd)
 				continue;
 			break;
 		}
-		/*
-		 * The main process is gone (killed: a runner's timeout, ^C):
-		 * the harness process of the test running now is in a
-		 * process group of its own, which nothing else stops. That
-		 * group still holds the pipe, so its id is not reused yet.
-		 */
-		if (np == 2 && p[1].revents) {
-			pg = __atomic_load_n(&kept->test_pgid, __ATOMIC_ACQUIRE);
-			if (pg > 1 && pg != kept->main_pgid)
-				kill(-pg, SIGKILL);
-			np = 1;
-		}
 		if (p[0].revents) {
 			n = read(STDIN_FILENO, &c, 1);
 			if (!n || (n < 0 && errno != EINTR))
 				break;
+		}
+		/*
+		 * The main process is gone (killed: a runner's timeout, ^C)
+		 * while the pipe is held: the harness process of the test
+		 * running now is in a process group of its own, which
+		 * nothing else stops. Its group id is the one recorded only
+		 * while its leader is in this namespace (a test the harness
+		 * timed out left its id, which another process may hold by
+		 * now).
+		 */
+		if (np == 2 && p[1].revents) {
+			pg = __atomic_load_n(&kept->test_pgid, __ATOMIC_ACQUIRE);
+			if (pg > 1 && pg != kept->main_pgid && in_this_ns(pg))
+				kill(-pg, SIGKILL);
+			np = 1;
 		}
 	}
 	kept_put_back_ra();
@@ -688,24 +711,36 @@ static const char *mkfs_package(const char *type)
 
 /*
  * Run mkfs.@fs->type with @fs->block_size on @dev; for erofs, of the
- * image file @dev from the directory @src. Return: 0, KSFT_SKIP or -1.
+ * image file @dev from the directory @src. A mkfs that fails is a tool
+ * this machine cannot use, not a kernel's fault. Return: 0 or KSFT_SKIP.
  */
 static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
 {
 	const char *type = fs->type, *argv[12];
-	char bs[48], tool[32], err[160];
+	char bs[48], blocks[48], tool[32], err[160];
+	bool erofs_b = false;
 	struct statfs sfs;
-	int ret, n = 0;
+	int ret, n;
 
 	snprintf(tool, sizeof(tool), "mkfs.%s", type);
+again:
+	n = 0;
 	argv[n++] = tool;
 	if (!strcmp(type, "erofs")) {
 		/*
 		 * Chunk-based: the file's holes dedupe to one chunk and the
-		 * image stays small, but every byte of the file is read.
+		 * image stays small, but every byte of the file is read. The
+		 * block size is 4096 before erofs-utils 1.6, which takes no
+		 * -b; later ones default to the page size: -b where the
+		 * first try failed.
 		 */
 		snprintf(bs, sizeof(bs), "--chunksize=%lu", fs->block_size);
 		argv[n++] = bs;
+		if (erofs_b) {
+			snprintf(blocks, sizeof(blocks), "-b%lu",
+				 fs->block_size);
+			argv[n++] = blocks;
+		}
 		argv[n++] = dev;
 		argv[n++] = src;
 	} else if (!strcmp(type, "f2fs")) {
@@ -732,6 +767,10 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
 	}
 	argv[n] = NULL;
 	ret = run_quiet((char *const *)argv, err, sizeof(err));
+	if (ret && ret != 127 && !strcmp(type, "erofs") && !erofs_b) {
+		erofs_b = true;
+		goto again;
+	}
 	if (ret == 127)
 		return ra_fs_skip(fs, "%s not found (install %s)", tool,
 				  mkfs_package(type));
@@ -748,20 +787,19 @@ static int fs_mkfs(struct ra_fs *fs, const char *dev, const char *src)
 			 mem_available() >> 20);
 		return KSFT_SKIP;
 	}
-	if (ret) {
-		snprintf(fs->why, sizeof(fs->why),
-			 "%s with %lu-byte blocks failed (exit %d): %s", tool,
-			 fs->block_size, ret, err[0] ? err : "no message");
-		return -1;
-	}
+	if (ret)
+		return ra_fs_skip(fs, "%s for %lu-byte blocks failed (exit %d): %s",
+				  tool, fs->block_size, ret,
+				  err[0] ? err : "no message");
 	return 0;
 }
 
 /*
  * The read_ahead_kb attribute that governs the files of the filesystem
  * mounted from @fs->bdev: its loop device's, but for btrfs, which reads
- * through a bdi of its own (its ra_pages, at mount, the devices' sum and
- * at least 4 MiB), found by the device in /sys/fs/btrfs/<fsid>/devices.
+ * through a bdi of its own (its ra_pages, at mount, a new bdi's 128 KiB
+ * times the devices and at least 4 MiB: 4 MiB here), found by the device
+ * in /sys/fs/btrfs/<fsid>/devices.
  */
 static void find_fs_ra(struct ra_fs *fs)
 {
@@ -892,6 +930,10 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->type, sizeof(fs->type), "%s", type);
 	fs->block_size = block_size;
 	fs->max_folio = kind->max_folio_blocks * block_size;
+	/* F2FS_BLKSIZE is PAGE_SIZE; mkfs.f2fs makes blocks of 4 KiB. */
+	if (!strcmp(type, "f2fs") && block_size != fs->page_size)
+		return ra_fs_skip(fs, "f2fs blocks are the page size (F2FS_BLKSIZE): %lu, not %lu",
+				  fs->page_size, block_size);
 	if (!have_cap_sys_admin())
 		return ra_fs_skip(fs, "needs CAP_SYS_ADMIN to create a loop filesystem");
 	if (!in_initial_userns())

@@ -364,16 +364,19 @@ filesystem's metadata and caches: each gets a new file, opened cold and
 checked, sets its own read_ahead_kb, and the loop device gets back the
 value it was attached with at each reuse and, from a watcher process,
 once the binary has ended, however it ended; a test dies with its
-harness process (PR_SET_PDEATHSIG), so that none runs beside the next.
+harness process (PR_SET_PDEATHSIG), so that none runs beside the next,
+and with the main process: the watcher kills the running test's process
+group when a runner's timeout or ^C ends the main process alone.
 Without the call, each test makes its own namespace and filesystem.
 The kinds are ext4, XFS of several block sizes (min folio orders), and
 for the tests another filesystem can change, btrfs, whose files are
-read through a bdi of its own (ra_pages at mount the devices' sum and
-at least 4 MiB), so that the test sets that bdi's read_ahead_kb; f2fs,
-whose own read path builds order-0 folios for files that are not
-immutable; and erofs, read-only, whose image ra_fs_seal() makes of the
-test file with mkfs.erofs. A kind whose tool or filesystem is missing
-skips, as does f2fs where its blocks cannot be the page size.
+read through a bdi of its own (ra_pages at mount 128 KiB times its
+devices, at least 4 MiB), so that the test sets that bdi's
+read_ahead_kb, and whose folios stop at 64 blocks; f2fs, whose own
+read path builds order-0 folios for files that are not immutable; and
+erofs, read-only, whose image ra_fs_seal() makes of the test file with
+mkfs.erofs. A kind whose mkfs or filesystem is missing or fails skips,
+as does f2fs where the page is not 4 KiB (F2FS_BLKSIZE).
 ra_file.c creates the test's sparse file and opens it cold (dropped from
 the page cache, which is checked); ra_cache.[ch] count resident pages
 and print each figure with its bound, ra_pages and folio size in one
@@ -552,8 +555,10 @@ def kernel_changelog(patch):
 SHARED = """\
 Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
 blocks, so that filesystems with a min folio order are covered; btrfs,
-f2fs and erofs where they can change the verdict; one per kind, shared
-by the tests of a binary in turn), drops its file from the page cache,
+with a bdi of its own, and f2fs, with order-0 folios, in advice,
+random_reader, read_around, sticky_miss and window; erofs in
+exec_mapping's stays_in_vma; one per kind, shared by the tests of a
+binary in turn), drops its file from the page cache,
 faults it in through a mapping in a fixed pattern, and bounds either the major faults it takes (ru_majflt)
 or the pages it brings into the page cache (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region

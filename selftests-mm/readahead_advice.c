@@ -391,9 +391,11 @@ TEST_F(advice, fadv_normal)
 }
 
 /*
- * The filesystem's folios cannot reach 2 MiB (btrfs's of 64 blocks, f2fs's
- * of a page): forced THP readahead reads folios of its largest order, and
- * nothing can be PMD-mapped. Return: true, after a SKIP, where so.
+ * The filesystem's folios cannot reach 2 MiB: btrfs's stop at 64 blocks
+ * (forced THP readahead reads folios of that order), f2fs's test file has
+ * order-0 ones (no forced THP readahead without large folios, a plain
+ * read-around). Nothing to read as 2 MiB folios or PMD-map. Return: true,
+ * after a SKIP, where so.
  */
 static bool no_2m_folio(struct __test_metadata *_metadata, struct ra_fs *fs)
 {
