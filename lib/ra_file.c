@@ -103,9 +103,9 @@ int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
  * Prints the filesystem, read_ahead_kb, ra_pages and folio size the test
  * runs with. Setting read_ahead_kb here, every time, is what keeps a test
  * on a filesystem an earlier test made (ra_fs_reuse_init()) from
- * running with that test's window. On erofs the file is written where
- * the image is made from, which ra_fs_seal() then makes and mounts; a
- * file larger than RA_EROFS_MAX skips there.
+ * running with that test's window. On erofs (one file a test) the image
+ * ra_fs_seal() makes and mounts is made of the file; a file larger than
+ * RA_EROFS_MAX skips there.
  *
  * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set; then
  * ra_ready() puts read_ahead_kb back and removes the file.

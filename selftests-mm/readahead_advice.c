@@ -348,9 +348,9 @@ static long window_pages(struct __test_metadata *_metadata,
 }
 
 /*
- * POSIX_FADV_SEQUENTIAL doubles file->f_ra.ra_pages, and read-around
- * reads that window. Bound: ra_pages / 10 short of 2 * ra_pages.
- * Healthy: none short. Broken (no doubling): ra_pages short, 10x over.
+ * POSIX_FADV_SEQUENTIAL doubles f_ra.ra_pages (f2fs: x seq_file_ra_mul,
+ * 2 by default); read-around reads that. Bound: ra_pages / 10 short of
+ * 2 * ra_pages. Healthy: none short. Broken (no doubling): 10x over.
  */
 TEST_F(advice, fadv_sequential)
 {
