@@ -393,8 +393,9 @@ pvh_image() {
 # Modules the suite needs.  Each must be built in or found in --modules.
 needed_modules=(loop ext4 xfs)
 # Modules of the filesystems some variants run on: a kernel that has none
-# of one skips them.
-optional_modules=(btrfs f2fs erofs)
+# of one skips them. btrfs asks the crypto API for crc32c at mount (a
+# softdep modprobe would load; 6.18 has it as a module of its own).
+optional_modules=(btrfs crypto-crc32c f2fs erofs)
 module_files=() # host paths, in load order
 
 # Add the files of "insmod <path>" lines of modprobe --show-depends $1.
