@@ -42,8 +42,8 @@
 #                        kernel: bench/RESULTS.md
 #
 # The kselftest headers, mm's vm_util.[ch] and the uapi headers come from,
-# in order: KSFT_DIR=<tree>/tools/testing/selftests; the kernel tree this
-# directory sits in; Debian's linux-source-7.3 package (fetched with
+# in order: KSFT_DIR=<tree>/tools/testing/selftests or KDIR=<tree>; the
+# kernel tree this directory sits in; Debian's linux-source-7.3 package (fetched with
 # vm/debian-apt.sh), of which only the needed files are extracted into
 # $(CACHE), with its uapi headers installed by the tree's own
 # headers_install.sh. A tree's uapi headers are used when "make headers"
@@ -98,7 +98,9 @@ TREE_KSFT := $(shell d=$(TOP); while [ "$$d" != / ]; do d=$$(dirname $$d); \
 	{ echo $$d/tools/testing/selftests; break; }; done)
 
 ifeq ($(KSFT_DIR),)
-ifneq ($(TREE_KSFT),)
+ifneq ($(KDIR),)
+KSFT_DIR := $(abspath $(KDIR))/tools/testing/selftests
+else ifneq ($(TREE_KSFT),)
 KSFT_DIR := $(TREE_KSFT)
 else
 KSFT_DIR := $(SRC_CACHE)/tools/testing/selftests
@@ -268,19 +270,21 @@ SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo \
 $(SRC_STAMP):
 	set -e; mkdir -p $(CACHE); exec 9> $(CACHE)/.linux-source.lock; flock 9; \
 	[ ! -f $@ ] || exit 0; src='$(LINUX_SOURCE)'; [ -n "$$src" ] || \
-		src=$$($(TOP)/vm/debian-apt.sh source $(KSFT_SERIES)) || exit 3; \
+		src=$$($(TOP)/vm/debian-apt.sh source $(KSFT_SERIES)) || { echo \
+		"make: or take the headers from a $(KSFT_SERIES) tree where \"make headers\" ran: make KDIR=<tree>" >&2; \
+		exit 3; }; \
 	tmp=$$(mktemp -d $(SRC_CACHE).XXXXXX); \
 	trap 'rm -rf "$$tmp"' EXIT; \
-	tar -xJf "$$src" -C "$$tmp" --strip-components=1 \
+	tar -I 'xz -T0' -xf "$$src" -C "$$tmp" --strip-components=1 \
 		$(addprefix linux-source-$(KSFT_SERIES)/,$(KSFT_MEMBERS)); \
 	cd "$$tmp"; $(HOSTCC) -O2 -o scripts/unifdef scripts/unifdef.c; \
-	for f in $$(find include/uapi arch/*/include/uapi -name '*.h'); do \
+	find include/uapi arch/*/include/uapi -name '*.h' | while read -r f; do \
 		case $$f in \
 		include/*) o=usr/include/$${f#*/uapi/} ;; \
 		*) a=$${f#arch/}; o=usr/arch-$${a%%/*}/include/$${f#*/uapi/} ;; \
 		esac; \
-		mkdir -p $${o%/*}; sh scripts/headers_install.sh $$f $$o; \
-	done; \
+		mkdir -p $${o%/*}; echo "$$f $$o"; \
+	done | xargs -n 2 -P $$(nproc) sh scripts/headers_install.sh; \
 	$(call asm_generated,x86,arch/x86/entry/syscalls/syscall_64.tbl, \
 		64:common$(comma)64); \
 	$(call asm_generated,arm64,arch/arm64/tools/syscall_64.tbl, \

@@ -52,7 +52,7 @@ awk -F '\t' -v col="$col" -v cells="$cells" '
 			  got[f[1]] = f[2]; why[f[1]] = f[5]; next }
 	/^#/ { next }
 	$1 == "test" { for (i = 2; i <= NF; i++) if ($i == col) c = i; nf = NF; next }
-	!c && !cells { print "no column " col " in the table"; bad = 1; exit }
+	!c && !cells { print "no column " col " in the table: no verdict is pinned for that kernel"; bad = 1; exit }
 	{ row[$1] }
 	NF != nf && !cells { printf "  %-48s %d fields, the test line has %d\n", $1, NF, nf; bad++ }
 	{ e = c ? $c : "-"; if (e == "") e = "-"

@@ -19,7 +19,9 @@
 #                              test killed at 0.3, 1 and 2 s, every test
 #                              skipping as a normal user, and bad input (an
 #                              unknown option; READAHEAD_TEST_DIR missing
-#                              or on tmpfs)
+#                              or on tmpfs), and the private apt state
+#                              on a mirror in mid-sync (an index that
+#                              cannot be fetched)
 #   scripts/check.sh --full    (make check-full, what .ci/run runs) adds:
 #                              the in-tree install and run
 #                              (scripts/intree-test.sh) and the patch
@@ -151,6 +153,33 @@ if make -s bench-parse > "$work/bench.log" 2>&1; then
 else
 	fail "bench job files parse"; tail -5 "$work/bench.log"
 fi
+
+# The private apt state on a mirror in the middle of a sync: an index
+# that cannot be fetched, in front of the suite that lists
+# linux-source-7.3, costs a warning and still yields the package (its
+# .deb linked from the cache: nothing downloaded twice); where that index
+# is the only one a request reads, the request fails in one line naming
+# it and the mirror's message.
+mkdir -p "$work/apt/debs"
+ln /var/cache/readahead-selftests/apt/debs/linux-source-7.3_* "$work/apt/debs/" 2> /dev/null
+if src=$(RA_APT_SUITES="ra-unreachable trixie-backports" vm/debian-apt.sh \
+	 --cache "$work/apt" source 7.3 2> "$work/apt.err") && [ -f "$src" ] &&
+   grep -q "warning: the ra-unreachable index" "$work/apt.err"; then
+	pass "private apt state: an unreachable suite is a warning, linux-source-7.3 still fetched"
+else
+	fail "private apt state with an unreachable suite"; tail -3 "$work/apt.err"
+fi
+rm -f "$work"/apt/linux-source-*.tar.xz
+RA_APT_SUITES=ra-unreachable vm/debian-apt.sh --cache "$work/apt" --suite ra-unreachable \
+	source 7.3 > /dev/null 2> "$work/apt.err"
+rc=$?
+if [ $rc = 3 ] && [ "$(grep -c -v -e ': downloading ' -e ': warning: ' "$work/apt.err")" = 1 ] &&
+   grep -q "not fetched: ra-unreachable/.*Release" "$work/apt.err"; then
+	pass "private apt state: a needed index that cannot be fetched fails in one line"
+else
+	fail "private apt state with the needed index missing (exit $rc)"; cat "$work/apt.err"
+fi
+rm -rf "$work/apt"
 
 before=$(leftovers)
 start=$(date +%s)

@@ -4,12 +4,17 @@
 # A private apt state for fetching Debian packages that the machine's own
 # sources do not carry (newer kernels, linux-source-7.3).
 #
-#   vm/debian-apt.sh [--cache DIR] [--suite SUITE] COMMAND ...
-#       --suite prefers SUITE's versions (APT::Default-Release): a guest
-#       userland or a static library of one Debian release
-#   vm/debian-apt.sh [--cache DIR] update
-#       (re)write the private sources and download their package lists
-#   vm/debian-apt.sh [--cache DIR] search REGEX
+#   vm/debian-apt.sh [--cache DIR] [--suite SUITE] [--arch ARCH] COMMAND ...
+#       --suite reads only the indexes of release SUITE (a codename such
+#       as bookworm: its suites bookworm, bookworm-updates, ...) and
+#       prefers its versions (APT::Default-Release): a guest userland or
+#       a static library of one Debian release
+#       --arch reads only ARCH's indexes (a Debian architecture: amd64,
+#       arm64, ppc64el); without it, the architectures that PKG:ARCH
+#       arguments name, else the machine's own
+#   vm/debian-apt.sh [--cache DIR] [--suite SUITE] [--arch ARCH] update
+#       download the package lists of those suites and architectures
+#   vm/debian-apt.sh [--cache DIR] [--arch ARCH] search REGEX
 #       package names matching REGEX (apt-cache search --names-only)
 #   vm/debian-apt.sh [--cache DIR] download PKG[:ARCH]...
 #       download each package's .deb into DIR/debs (once) and print the
@@ -29,19 +34,26 @@
 #       file; the caller must (see vm/debian-kernel.sh)
 #   vm/debian-apt.sh [--cache DIR] source SERIES
 #       extract Debian's linux-source-SERIES tarball from its package
-#       (once) and print the tarball's path
+#       (once) and print the tarball's path; the suites are read one at
+#       a time, in the order of RA_APT_SUITES and then the machine's,
+#       up to the first that lists the package
 #   vm/debian-apt.sh sources
 #       the machine's own Debian suites as "deb URI SUITE main" lines
 #       (for a root built from the same mirror, see scripts/fresh-check.sh)
 #
 # The private state lives under DIR/apt (default
 # /var/cache/readahead-selftests/apt, or RA_APT_CACHE): its own sources
-# file and lists directory. It lists the machine's own Debian suites plus
-# trixie, trixie-backports, sid and experimental, for the machine's
-# architecture and arm64 and ppc64el, all through the Debian mirror
-# the machine already uses (read from apt's index targets), so no host name
-# is written here and the system's apt configuration is never touched.
-# Package lists are refreshed when older than a day.
+# file and lists directory. It knows the machine's own Debian suites plus
+# those of RA_APT_SUITES (default: trixie-backports trixie sid
+# experimental), for the machine's architecture and arm64 and ppc64el,
+# all through the Debian mirror the machine already uses (read from apt's
+# index targets), so no host name is written here and the system's apt
+# configuration is never touched. A request downloads only the indexes
+# of its suites and architectures, each when it is older than a day. An
+# index that cannot be fetched (a mirror in the middle of a sync) is
+# tried once more, then named in a warning; the request fails only when
+# what it asks for is in none of the indexes it has, in one line that
+# names the indexes it could not fetch and the mirror's message.
 #
 # Exit status: 0; 2 on usage errors; 3 when a download or an extraction
 # fails or a package is unknown (one line on stderr naming it).
@@ -51,11 +63,13 @@ set -euo pipefail
 # shellcheck source=scripts/cli.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 suite=
+arch=
 cache=${RA_APT_CACHE:-/var/cache/readahead-selftests/apt}
-extra_suites="trixie trixie-backports sid experimental"
+extra_suites=${RA_APT_SUITES:-trixie-backports trixie sid experimental}
 host_arch=$(dpkg --print-architecture)
 # The architectures the VM runner boots (vm/run-vm.sh).
-arches=$(printf '%s\n' "$host_arch" arm64 ppc64el | sort -u | paste -sd, -)
+known_arches=" $host_arch arm64 ppc64el "
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 usage() {
 	sed -n '4,/^# The private state/{/^# The private state/d; s/^# \{0,1\}//p; }' "$0" >&2
@@ -64,7 +78,7 @@ usage() {
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--cache | --suite) [ $# -ge 2 ] || usage; declare "${1#--}=$2"; shift 2 ;;
+	--cache | --suite | --arch) [ $# -ge 2 ] || usage; declare "${1#--}=$2"; shift 2 ;;
 	-h | --help) usage ;;
 	*) break ;;
 	esac
@@ -72,26 +86,12 @@ done
 [ $# -ge 1 ] || usage
 cmd=$1
 shift
-
-apt_opts=(
-	-o "Dir::Etc::SourceList=$cache/sources.list"
-	-o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$cache/lists"
-	-o "Dir::Cache=$cache/cache"
-	-o Dir::Cache::pkgcache=pkgcache.bin -o Dir::Cache::srcpkgcache=srcpkgcache.bin
-	-o APT::Sandbox::User=root
-	-o Acquire::Languages=none
-	-o Debug::NoLocking=1
-	-o "APT::Architecture=$host_arch"
-)
-for a in ${arches//,/ }; do
-	apt_opts+=(-o "APT::Architectures::=$a")
-done
-[ -z "$suite" ] || apt_opts+=(-o "APT::Default-Release=$suite")
+[ -z "$arch" ] || [[ $known_arches == *" $arch "* ]] ||
+	die "architecture $arch: the private state has$known_arches only"
 
 # The machine's Debian mirror and suites, from apt's own index targets:
-# the suites of its release (bookworm, bookworm-updates, ...), not other
-# vendors' repositories.
+# "URI SUITE" for each suite of its release with a main component
+# (bookworm, bookworm-updates, ...), not other vendors' repositories.
 machine_sources() {
 	local codename
 
@@ -99,59 +99,150 @@ machine_sources() {
 	[ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
 	apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
 		'Identifier: Packages' 2>/dev/null |
-		awk -v c="$codename" '$2 == c || index($2, c "-") == 1' | sort -u
-}
-
-# "deb URI SUITE main" for each of the machine's Debian suites.
-debian_lines() {
-	local uri suite comp
-
-	while read -r uri suite comp; do
-		[ "$comp" = main ] && echo "deb $uri $suite main"
-	done < <(machine_sources)
+		awk -v c="$codename" '($2 == c || index($2, c "-") == 1) && $3 == "main" {
+			print $1, $2 }' | sort -u
 }
 
 # The mirror the extra suites come from, with a trailing slash.
 mirror() {
 	local m
 
-	m=$(machine_sources | awk '$2 !~ /-security$/ && $3 == "main" { print $1; exit }')
+	m=$(machine_sources | awk '$2 !~ /-security$/ { print $1; exit }')
 	[ -n "$m" ] || die "no Debian mirror with a main component in the machine's apt sources"
 	echo "${m%/}/"
 }
 
-write_sources() {
-	local mirror keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-	local suite
+# "URI SUITE" for every suite the private state knows: the extra suites
+# in their order, then the machine's.
+all_suites() {
+	local machine mirror s
 
-	mirror=$(mirror)
-	[ -f "$keyring" ] || die "$keyring missing (package debian-archive-keyring)"
-	{
-		debian_lines | sed "s|^deb |deb [arch=$arches signed-by=$keyring] |"
-		for suite in $extra_suites; do
-			echo "deb [arch=$arches signed-by=$keyring] $mirror $suite main"
-		done
-	} > "$cache/sources.list.new"
-	mv "$cache/sources.list.new" "$cache/sources.list"
+	machine=$(machine_sources)
+	mirror=$(awk '$2 !~ /-security$/ { print $1; exit }' <<< "$machine")
+	[ -n "$mirror" ] || die "no Debian mirror with a main component in the machine's apt sources"
+	for s in $extra_suites; do
+		echo "${mirror%/}/ $s"
+	done
+	echo "$machine"
 }
 
-update() {
-	mkdir -p "$cache/lists/partial" "$cache/cache/archives/partial" "$cache/debs" ||
-		die "cannot create $cache"
-	write_sources
-	echo "$prog: updating the private package lists in $cache" >&2
-	apt-get "${apt_opts[@]}" -q update >&2 || die "apt-get update (private state in $cache) failed"
-	touch "$cache/.updated"
-}
+# The request's architectures: --arch, else those of the PKG:ARCH
+# arguments, else the machine's.
+request_arches() {
+	local p a out=
 
-# Lists older than a day, or none yet: update first.
-ensure_lists() {
-	if [ ! -e "$cache/.updated" ] ||
-	   ! grep -qF "[arch=$arches " "$cache/sources.list" 2>/dev/null ||
-	   ! grep -q " trixie main\$" "$cache/sources.list" ||
-	   [ -n "$(find "$cache/.updated" -mmin +1440 2>/dev/null)" ]; then
-		update
+	if [ -n "$arch" ]; then
+		echo "$arch"
+		return
 	fi
+	for p; do
+		a=$host_arch
+		[[ $p != *:* ]] || a=${p##*:}
+		[[ $known_arches == *" $a "* ]] ||
+			die "architecture $a of $p: the private state has$known_arches only"
+		[[ " $out " == *" $a "* ]] || out="$out $a"
+	done
+	echo "${out:-$host_arch}"
+}
+
+# The request's suites ("URI SUITE" lines): --suite's release, else all.
+request_suites() {
+	all_suites | awk -v s="$suite" 's == "" || $2 == s || index($2, s "-") == 1'
+}
+
+# Point apt ($apt_opts) at the suites of the "URI SUITE" lines $2, for
+# the architectures $1: a sources file and a binary cache per set of
+# sources, written once (apt rebuilds a cache older than its sources
+# file); those unused for a day go.
+apt_opts=()
+use_sources() {
+	local uri s a key list
+
+	list=$(while read -r uri s; do
+		for a in $1; do
+			echo "deb [arch=$a signed-by=$keyring] $uri $s main"
+		done
+	done <<< "$2")
+	key=$(cksum <<< "$list" | cut -d ' ' -f 1)
+	mkdir -p "$cache/cache/archives/partial" || die "cannot create $cache/cache"
+	find "$cache/cache" -maxdepth 1 -name '*-*.*' -atime +0 -delete 2> /dev/null || true
+	[ -f "$cache/cache/sources-$key.list" ] ||
+		echo "$list" > "$cache/cache/sources-$key.list"
+	apt_opts=(
+		-o "Dir::Etc::SourceList=$cache/cache/sources-$key.list"
+		-o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$cache/lists"
+		-o "Dir::Cache=$cache/cache"
+		-o "Dir::Cache::pkgcache=pkgcache-$key.bin"
+		-o "Dir::Cache::srcpkgcache=srcpkgcache-$key.bin"
+		-o APT::Sandbox::User=root
+		-o Acquire::Languages=none
+		-o Debug::NoLocking=1
+		-o APT::Get::List-Cleanup=false
+		-o "APT::Architecture=$host_arch"
+	)
+	for a in $1; do
+		apt_opts+=(-o "APT::Architectures::=$a")
+	done
+	[ -z "$suite" ] || apt_opts+=(-o "APT::Default-Release=$suite")
+}
+
+# The indexes that could not be fetched, "SUITE/ARCH (message)", for the
+# one line of a request that then cannot be met.
+unfetched=
+
+# Download the package lists of suite $2 (at URI $1) for architectures
+# $3, where older than a day; an index that fails is tried once more,
+# then named in a warning and in $unfetched.
+fetch_suite() {
+	local uri=$1 s=$2 stale="" a again log msg
+
+	for a in $3; do
+		[ -n "$(find "$cache/stamps/$s-$a" -mmin -1440 2>/dev/null)" ] ||
+			stale="$stale $a"
+	done
+	[ -n "$stale" ] || return 0
+	mkdir -p "$cache/lists/partial" "$cache/cache/archives/partial" "$cache/stamps" ||
+		die "cannot create $cache"
+	log=$cache/update.log
+	for again in "" " again"; do
+		use_sources "$stale" "$uri $s"
+		echo "$prog: downloading the $s package lists (${stale# }) into $cache$again" >&2
+		apt-get "${apt_opts[@]}" -q update < /dev/null > "$log" 2>&1 || true
+		for a in $stale; do
+			# An index of its own failed, or the suite's Release.
+			if ! grep -q "^E: .*binary-$a/" "$log" &&
+			   ! { grep '^E: ' "$log" | grep -v 'binary-' | grep -q .; }; then
+				touch "$cache/stamps/$s-$a"
+				stale=${stale/ $a/}
+			fi
+		done
+		[ -n "$stale" ] || return 0
+	done
+	msg=$(grep -m 1 '^E: ' "$log" | sed 's/^E: //; s/^Failed to fetch [^ ]* *//')
+	for a in $stale; do
+		echo "$prog: warning: the $s index for $a could not be fetched: $msg" >&2
+		unfetched="${unfetched:+$unfetched; }$s/$a ($msg)"
+	done
+}
+
+# The lists of the request's suites and architectures (see above).
+ensure_lists() {
+	local uri s
+
+	while read -r uri s; do
+		fetch_suite "$uri" "$s" "$arches"
+	done <<< "$suites"
+	use_sources "$arches" "$suites"
+}
+
+# A package the request cannot have: one line, naming what could not be
+# fetched.
+unknown() {
+	if [ -n "$unfetched" ]; then
+		die "package $1 is in none of the indexes fetched; not fetched: $unfetched: try again once the mirror has synced"
+	fi
+	die "package $1 unknown to the private apt state"
 }
 
 # One .deb, downloaded once: a finished file is only ever renamed into
@@ -163,7 +254,7 @@ download_one() {
 	# The candidate version, as apt-get download names its file.
 	ver=$(apt-cache "${apt_opts[@]}" show --no-all-versions "$pkg" 2> /dev/null |
 		sed -n 's/^Version: //p' | head -n 1)
-	[ -n "$ver" ] || die "package $pkg unknown to the private apt state"
+	[ -n "$ver" ] || unknown "$pkg"
 	ver=${ver/:/%3a}
 	deb=$(find "$cache/debs" -maxdepth 1 \( -name "${name}_${ver}_$arch.deb" -o \
 		-name "${name}_${ver}_all.deb" \) | head -n 1)
@@ -213,7 +304,7 @@ pool_one() {
 
 if [ "$cmd" = sources ]; then
 	[ $# -eq 0 ] || usage
-	lines=$(debian_lines)
+	lines=$(machine_sources | sed 's/^/deb /; s/$/ main/')
 	[ -n "$lines" ] || die "no Debian suite with a main component in the machine's apt sources"
 	echo "$lines"
 	exit 0
@@ -222,11 +313,17 @@ fi
 mkdir -p "$cache/debs" || die "cannot create $cache"
 exec 9> "$cache/.lock"
 flock 9
+suites=$(request_suites)
+[ -n "$suites" ] || die "no suite of release $suite in the private state"
+case $cmd in
+download | version | depends) arches=$(request_arches "$@") ;;
+*) arches=$(request_arches) ;;
+esac
 
 case $cmd in
 update)
 	[ $# -eq 0 ] || usage
-	update
+	ensure_lists
 	;;
 search)
 	[ $# -eq 1 ] || usage
@@ -244,7 +341,7 @@ version)
 	[ $# -eq 1 ] || usage
 	ensure_lists
 	apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null |
-		sed -n 's/^Version: //p' | grep . || die "package $1 unknown to the private apt state"
+		sed -n 's/^Version: //p' | grep . || unknown "$1"
 	;;
 depends)
 	[ $# -ge 1 ] || usage
@@ -263,7 +360,7 @@ depends)
 		echo "$pkg"
 		deps=$(apt-cache "${apt_opts[@]}" depends --no-recommends --no-suggests \
 			--no-conflicts --no-breaks --no-replaces --no-enhances "$pkg" 2> /dev/null) ||
-			die "package $pkg unknown to the private apt state"
+			unknown "$pkg"
 		# "  |Depends: a" then "    b" are alternatives: a is taken.
 		# shellcheck disable=SC2013 # package names are words
 		for dep in $(awk '/^  \|?(Pre)?Depends: / && !alt { print $2 }
@@ -283,7 +380,19 @@ source)
 	[ $# -eq 1 ] && [[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || usage
 	tarball=$cache/linux-source-$1.tar.xz
 	if [ ! -f "$tarball" ]; then
-		ensure_lists
+		# An arch-all package, in every architecture's index: the
+		# machine's, one suite at a time, up to the first that lists it.
+		found=
+		while read -r uri s; do
+			fetch_suite "$uri" "$s" "$arches"
+			use_sources "$arches" "$uri $s"
+			if apt-cache "${apt_opts[@]}" show --no-all-versions \
+				"linux-source-$1" 2> /dev/null | grep -q '^Version: '; then
+				found=1
+				break
+			fi
+		done <<< "$suites"
+		[ -n "$found" ] || unknown "linux-source-$1"
 		deb=$(download_one "linux-source-$1")
 		tmp=$(mktemp -d "$cache/.src.XXXXXX")
 		if ! dpkg-deb --fsys-tarfile "$deb" |

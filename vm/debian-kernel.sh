@@ -15,7 +15,8 @@
 # powerpc64le flavour, 16k and 64k are its arm64-16k and powerpc64le-64k. The newest point release of the
 # series whose packages can all be downloaded is fetched through the
 # private apt state of vm/debian-apt.sh (the machine's Debian suites plus
-# trixie, trixie-backports, sid and experimental), extracted once into
+# trixie, trixie-backports, sid and experimental, the indexes of ARCH
+# only), extracted once into
 # DIR/<release>, and two lines are printed:
 #
 #   KERNEL=/path/to/vmlinuz
@@ -66,7 +67,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_KERNEL_CACHE:-/var/cache/readahead-selftests/debian}
-apt=$here/debian-apt.sh
+
 arch=amd64
 flavour=4k
 arch_given=
@@ -135,9 +136,11 @@ ppc64el/4k) flavour=powerpc64le ;;
 ppc64el/64k) flavour=powerpc64le-64k ;;
 */[0-9]*k) die "Debian builds no $flavour-page kernel for architecture $arch (amd64: 4k; arm64: 4k, 16k; ppc64el: 4k, 64k)" ;;
 esac
-# apt names a package of another architecture PKG:ARCH.
+# apt names a package of another architecture PKG:ARCH; only that
+# architecture's indexes are read.
 qual=
 [ "$arch" = "$(dpkg --print-architecture)" ] || qual=:$arch
+apt=("$here/debian-apt.sh" --arch "$arch")
 
 for tool in dpkg-deb depmod flock; do
 	command -v "$tool" > /dev/null || die "$tool not found (a Debian host is needed)"
@@ -148,7 +151,7 @@ done
 # suffix and the flavour (6.1.0-57-cloud-amd64, 7.3.4+deb13-arm64): no
 # other flavour ending in this one (rt-arm64) matches.
 sre="${series//./\\.}(\\.[0-9]+)*(-[0-9]+)?(\\+deb[0-9]+(u[0-9]+)?)?"
-known=$("$apt" search "^linux-(image|binary|binary-unsigned|modules|base)-$sre-$flavour(-unsigned)?\$") ||
+known=$("${apt[@]}" search "^linux-(image|binary|binary-unsigned|modules|base)-$sre-$flavour(-unsigned)?\$") ||
 	exit 3
 
 is_known() {
@@ -209,7 +212,7 @@ pool_packages_of() {
 	bin=linux-binary-$rel
 	is_known "$bin" || bin=linux-binary-unsigned-$rel
 	is_known "$bin" || return 0
-	ver=$("$apt" version "$bin$qual") || exit 3
+	ver=$("${apt[@]}" version "$bin$qual") || exit 3
 	pkgs=("$bin" "pool:linux-modules-$rel$qual=$ver" "pool:linux-base-$rel$qual=$ver")
 }
 
@@ -235,11 +238,11 @@ fetch_debs() {
 		case $p in
 		pool:*)
 			p=${p#pool:}
-			deb=$("$apt" pool "${p%%=*}" "${p#*=}" linux) || exit 3
+			deb=$("${apt[@]}" pool "${p%%=*}" "${p#*=}" linux) || exit 3
 			p=${p%%=*}
 			;;
 		*)
-			if ! deb=$("$apt" download "$p$qual"); then
+			if ! deb=$("${apt[@]}" download "$p$qual"); then
 				missing=$p
 				return 1
 			fi
