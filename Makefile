@@ -12,7 +12,8 @@
 #   make checkpatch      checkpatch.pl --strict on every C file and on
 #                        the patches to mm's own tests
 #   make deps            install what any target here needs (apt, no
-#                        recommends, nothing upgraded that need not be)
+#                        recommends, nothing upgraded that need not be);
+#                        with run_tests or all only, what those need
 #   make check           the project's own quick tests, one to three minutes
 #                        (needs root)
 #   make check-full      all of them, what .ci/run runs: check, the
@@ -321,16 +322,22 @@ run_tests: all
 		"do not run on this $(HOST_ARCH) machine (make vm-test)" >&2; exit 2; }
 	$(OUTPUT)/run-suite.sh
 
-DEBS := gcc clang make libc6-dev libcap-dev perl util-linux e2fsprogs \
-	xfsprogs btrfs-progs f2fs-tools erofs-utils xz-utils bc bison flex libelf-dev libnuma-dev python3 \
-	libssl-dev qemu-system-x86 busybox-static cpio kmod patch procps dash \
+# What the build and run_tests need: "make deps run_tests" (or "make
+# deps all") installs only these; "make deps" with any other goal, or
+# alone, installs DEBS, what any target here needs.
+RUN_DEBS := gcc make libc6-dev libcap-dev perl util-linux mount procps xz-utils \
+	e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils
+DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
+	libssl-dev qemu-system-x86 busybox-static cpio kmod patch dash \
 	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \
 	gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross \
 	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap \
-	zstd mount stress-ng sqlite3
+	zstd stress-ng sqlite3
+DEPS_GOALS := $(filter-out deps,$(MAKECMDGOALS))
 
 deps:
-	@$(TOP)/scripts/deps.sh $(DEBS)
+	@$(TOP)/scripts/deps.sh $(if $(DEPS_GOALS),$(if $(filter-out run_tests all, \
+		$(DEPS_GOALS)),$(DEBS),$(RUN_DEBS)),$(DEBS))
 
 check:
 	$(TOP)/scripts/check.sh

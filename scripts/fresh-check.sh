@@ -12,9 +12,10 @@
 # and untracked, not ignored: no build/), and runs there, with /dev, /proc
 # and /sys of the machine bound in:
 #
-#   make deps                        the project's package list
-#   make run_tests                   verdicts against the running
+#   make deps run_tests              what the suite needs, then its
+#                                    verdicts against the running
 #                                    kernel's column of verdicts/expected.tsv
+#   make deps                        the project's whole package list
 #   make ARCH=arm64, ARCH=powerpc    the cross builds vm/run-vm.sh boots
 #   scripts/intree-test.sh --install-only
 #                                    fresh 7.3 tree, make headers, the
@@ -181,10 +182,11 @@ step() {
 }
 
 column=$(uname -r | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
-step "make deps" "make -s deps"
-# The suite fails some tests by design: the verdicts decide, not make's
+# The README's first command, which installs only what it needs. The
+# suite fails some tests by design: the verdicts decide, not make's
 # status.
-step "make run_tests" "make -s run_tests > /tmp/suite.tap 2>&1; cat /tmp/suite.tap; scripts/check-verdicts.sh $column /tmp/suite.tap"
+step "make deps run_tests" "make -s deps run_tests > /tmp/suite.tap 2>&1; cat /tmp/suite.tap; scripts/check-verdicts.sh $column /tmp/suite.tap"
+step "make deps" "make -s deps"
 step "cross builds" "make -s ARCH=arm64 all && make -s ARCH=powerpc all"
 step "kselftest install of mm in a 7.3 tree" "scripts/intree-test.sh --install-only"
-echo "fresh $codename root: make deps, make run_tests (column $column), cross builds, kselftest install of mm in a 7.3 tree: pass ($(( $(date +%s) - start )) s)"
+echo "fresh $codename root: make deps run_tests (column $column), make deps, cross builds, kselftest install of mm in a 7.3 tree: pass ($(( $(date +%s) - start )) s)"

@@ -245,6 +245,15 @@ unknown() {
 	die "package $1 unknown to the private apt state"
 }
 
+# The candidate version of package $1 (NAME[:ARCH]) in apt's lists, or
+# nothing: of that name exactly (apt-cache takes a name that no package
+# has, such as linux-source-6.1 in trixie's lists, as a pattern).
+version_of() {
+	apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null |
+		awk -v p="${1%:*}" '/^Package: / { ok = ($2 == p) }
+				     ok && /^Version: / { print $2; exit }'
+}
+
 # One .deb, downloaded once: a finished file is only ever renamed into
 # place, so a failed download leaves nothing behind.
 download_one() {
@@ -252,8 +261,7 @@ download_one() {
 
 	[ "$name" = "$pkg" ] || arch=${pkg##*:}
 	# The candidate version, as apt-get download names its file.
-	ver=$(apt-cache "${apt_opts[@]}" show --no-all-versions "$pkg" 2> /dev/null |
-		sed -n 's/^Version: //p' | head -n 1)
+	ver=$(version_of "$pkg")
 	[ -n "$ver" ] || unknown "$pkg"
 	ver=${ver/:/%3a}
 	deb=$(find "$cache/debs" -maxdepth 1 \( -name "${name}_${ver}_$arch.deb" -o \
@@ -340,8 +348,7 @@ download)
 version)
 	[ $# -eq 1 ] || usage
 	ensure_lists
-	apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null |
-		sed -n 's/^Version: //p' | grep . || unknown "$1"
+	version_of "$1" | grep . || unknown "$1"
 	;;
 depends)
 	[ $# -ge 1 ] || usage
@@ -386,8 +393,7 @@ source)
 		while read -r uri s; do
 			fetch_suite "$uri" "$s" "$arches"
 			use_sources "$arches" "$uri $s"
-			if apt-cache "${apt_opts[@]}" show --no-all-versions \
-				"linux-source-$1" 2> /dev/null | grep -q '^Version: '; then
+			if [ -n "$(version_of "linux-source-$1")" ]; then
 				found=1
 				break
 			fi
