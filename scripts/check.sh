@@ -107,8 +107,14 @@ all_skip() {
 		END { exit bad || !NR }'
 }
 
+# A warning in build log $1 (one of the private apt state's about an
+# index the mirror could not serve is not the build's).
+build_warnings() {
+	grep -v '^debian-apt\.sh: warning: ' "$1" | grep -qi warning
+}
+
 if make -s clean && make -s all > "$work/gcc.log" 2>&1 &&
-   ! grep -qi warning "$work/gcc.log"; then
+   ! build_warnings "$work/gcc.log"; then
 	pass "build with gcc -Wall -Wextra -Werror"
 else
 	fail "build with gcc"; tail -20 "$work/gcc.log"
@@ -125,7 +131,7 @@ fi
 # architecture's guest.
 for arch in arm64 powerpc; do
 	if make -s ARCH=$arch clean && make -s ARCH=$arch all > "$work/$arch.log" 2>&1 &&
-	   ! grep -qi warning "$work/$arch.log"; then
+	   ! build_warnings "$work/$arch.log"; then
 		pass "build for $arch (cross, static, -Werror)"
 	else
 		fail "build for $arch"; tail -20 "$work/$arch.log"
