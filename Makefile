@@ -200,7 +200,7 @@ $(PATCHED_BINS): $(OUTPUT)/%: $(OUTPUT)/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
 # libcap-dev of the target architecture, extracted (once) beside the cache.
 $(CAP_STAMP):
 	set -e; mkdir -p $(CACHE); exec 9> $(CAP_ROOT).lock; flock 9; \
-	[ ! -f $@ ] || exit 0; deb=$$($(TOP)/vm/debian-apt.sh --suite \
+	[ ! -f $@ ] || exit 0; deb=$$($(TOP)/vm/debian-apt.sh --cache $(CACHE)/apt --suite \
 		$$(. /etc/os-release && echo $$VERSION_CODENAME) \
 		download libcap-dev:$(DEB_ARCH)) || exit 3; \
 	tmp=$$(mktemp -d $(CAP_ROOT).XXXXXX); \
@@ -271,7 +271,7 @@ SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo \
 $(SRC_STAMP):
 	set -e; mkdir -p $(CACHE); exec 9> $(CACHE)/.linux-source.lock; flock 9; \
 	[ ! -f $@ ] || exit 0; src='$(LINUX_SOURCE)'; [ -n "$$src" ] || \
-		src=$$($(TOP)/vm/debian-apt.sh source $(KSFT_SERIES)) || { echo \
+		src=$$($(TOP)/vm/debian-apt.sh --cache $(CACHE)/apt source $(KSFT_SERIES)) || { echo \
 		"make: or take the headers from a $(KSFT_SERIES) tree where \"make headers\" ran: make KDIR=<tree>" >&2; \
 		exit 3; }; \
 	tmp=$$(mktemp -d $(SRC_CACHE).XXXXXX); \

@@ -52,7 +52,8 @@ awk -F '\t' -v col="$col" -v cells="$cells" '
 			  got[f[1]] = f[2]; why[f[1]] = f[5]; next }
 	/^#/ { next }
 	$1 == "test" { for (i = 2; i <= NF; i++) if ($i == col) c = i; nf = NF; next }
-	!c && !cells { print "no column " col " in the table: no verdict is pinned for that kernel"; bad = 1; exit }
+	!c && !cells { print "no column " col " in the table: no verdict is pinned for that kernel"
+		       nocol = 1; exit }
 	{ row[$1] }
 	NF != nf && !cells { printf "  %-48s %d fields, the test line has %d\n", $1, NF, nf; bad++ }
 	{ e = c ? $c : "-"; if (e == "") e = "-"
@@ -63,7 +64,8 @@ awk -F '\t' -v col="$col" -v cells="$cells" '
 	  if (cells) print $1 "\t" e "\t" v "\t" (d ? "DIFFERS" : "")
 	  else if (d) printf "  %-48s expected %-4s got %s%s\n", $1, e, v,
 			     v == "FAIL" && why[$1] != "" ? " (" why[$1] ")" : "" }
-	END { if (c || cells) for (i = 1; i <= ns; i++) if (!(seen[i] in row)) {
+	END { if (nocol) exit 1
+	      if (c || cells) for (i = 1; i <= ns; i++) if (!(seen[i] in row)) {
 		if (cells) { print seen[i] "\t-\t" got[seen[i]] "\t"; continue }
 		printf "  %-48s no row in the table (docs/adding-a-test.md)\n", seen[i]; bad++ }
 	      if (!cells) printf "verdicts vs %s: %d checked, %d differ\n", col, n, bad + 0

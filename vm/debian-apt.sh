@@ -41,7 +41,7 @@
 #       the machine's own Debian suites as "deb URI SUITE main" lines
 #       (for a root built from the same mirror, see scripts/fresh-check.sh)
 #
-# The private state lives under DIR/apt (default
+# The private state lives in DIR (default
 # /var/cache/readahead-selftests/apt, or RA_APT_CACHE): its own sources
 # file and lists directory. It knows the machine's own Debian suites plus
 # those of RA_APT_SUITES (default: trixie-backports trixie sid
