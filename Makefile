@@ -78,6 +78,8 @@ KSFT_SERIES := 7.3
 # Debian's tarball; vm/debian-apt.sh fetches it when this is left empty.
 LINUX_SOURCE ?=
 SRC_CACHE := $(CACHE)/linux-source-$(KSFT_SERIES)
+# The private apt state of vm/debian-apt.sh, for every script run from here.
+export RA_APT_CACHE ?= $(CACHE)/apt
 
 TESTS := $(sort $(basename $(notdir $(wildcard $(TOP)/selftests-mm/*.c))))
 # mm's own tests that get cases of this project: selftests-mm/<test>.patch
@@ -99,7 +101,8 @@ TREE_KSFT := $(shell d=$(TOP); while [ "$$d" != / ]; do d=$$(dirname $$d); \
 	{ echo $$d/tools/testing/selftests; break; }; done)
 
 ifeq ($(KSFT_DIR),)
-ifneq ($(KDIR),)
+# KDIR on the command line only: an exported one is often a module build's.
+ifeq ($(origin KDIR),command line)
 KSFT_DIR := $(abspath $(KDIR))/tools/testing/selftests
 else ifneq ($(TREE_KSFT),)
 KSFT_DIR := $(TREE_KSFT)
@@ -200,7 +203,7 @@ $(PATCHED_BINS): $(OUTPUT)/%: $(OUTPUT)/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
 # libcap-dev of the target architecture, extracted (once) beside the cache.
 $(CAP_STAMP):
 	set -e; mkdir -p $(CACHE); exec 9> $(CAP_ROOT).lock; flock 9; \
-	[ ! -f $@ ] || exit 0; deb=$$($(TOP)/vm/debian-apt.sh --cache $(CACHE)/apt --suite \
+	[ ! -f $@ ] || exit 0; deb=$$($(TOP)/vm/debian-apt.sh --suite \
 		$$(. /etc/os-release && echo $$VERSION_CODENAME) \
 		download libcap-dev:$(DEB_ARCH)) || exit 3; \
 	tmp=$$(mktemp -d $(CAP_ROOT).XXXXXX); \
@@ -271,7 +274,7 @@ SRC_STAMP := $(SRC_CACHE)/.extracted-$(firstword $(shell echo \
 $(SRC_STAMP):
 	set -e; mkdir -p $(CACHE); exec 9> $(CACHE)/.linux-source.lock; flock 9; \
 	[ ! -f $@ ] || exit 0; src='$(LINUX_SOURCE)'; [ -n "$$src" ] || \
-		src=$$($(TOP)/vm/debian-apt.sh --cache $(CACHE)/apt source $(KSFT_SERIES)) || { echo \
+		src=$$($(TOP)/vm/debian-apt.sh source $(KSFT_SERIES)) || { echo \
 		"make: or take the headers from a $(KSFT_SERIES) tree where \"make headers\" ran: make KDIR=<tree>" >&2; \
 		exit 3; }; \
 	tmp=$$(mktemp -d $(SRC_CACHE).XXXXXX); \
@@ -323,8 +326,8 @@ run_tests: all
 	$(OUTPUT)/run-suite.sh
 
 # What the build and run_tests need: "make deps run_tests" (or "make
-# deps all") installs only these; "make deps" with any other goal, or
-# alone, installs DEBS, what any target here needs.
+# deps all", for this machine's ARCH) installs only these; "make deps"
+# with any other goal, or alone, installs DEBS, what any target needs.
 RUN_DEBS := gcc make libc6-dev libcap-dev perl util-linux mount procps xz-utils \
 	e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils
 DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
@@ -336,8 +339,8 @@ DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
 DEPS_GOALS := $(filter-out deps,$(MAKECMDGOALS))
 
 deps:
-	@$(TOP)/scripts/deps.sh $(if $(DEPS_GOALS),$(if $(filter-out run_tests all, \
-		$(DEPS_GOALS)),$(DEBS),$(RUN_DEBS)),$(DEBS))
+	@$(TOP)/scripts/deps.sh $(if $(and $(DEPS_GOALS),$(filter $(ARCH),$(HOST_ARCH)), \
+		$(if $(filter-out run_tests all,$(DEPS_GOALS)),,1)),$(RUN_DEBS),$(DEBS))
 
 check:
 	$(TOP)/scripts/check.sh

@@ -185,7 +185,18 @@ if [ $rc = 3 ] && [ "$(grep -c -v -e ': downloading ' -e ': warning: ' "$work/ap
 else
 	fail "private apt state with the needed index missing (exit $rc)"; cat "$work/apt.err"
 fi
-rm -rf "$work/apt"
+# A failed connection (a warning to apt) leaves no index taken for
+# fetched: the next request fetches it.
+echo 'Acquire::http::Proxy "http://127.0.0.1:9";' > "$work/apt.conf"
+if ! APT_CONFIG=$work/apt.conf vm/debian-apt.sh --cache "$work/apt-net" --suite trixie-backports \
+	version linux-source-7.3 > /dev/null 2>&1 &&
+   vm/debian-apt.sh --cache "$work/apt-net" --suite trixie-backports version linux-source-7.3 \
+	> /dev/null 2> "$work/apt.err"; then
+	pass "private apt state: an index not fetched for a failed connection is fetched next time"
+else
+	fail "private apt state after a failed connection"; tail -3 "$work/apt.err"
+fi
+rm -rf "$work/apt" "$work/apt-net"
 
 before=$(leftovers)
 start=$(date +%s)

@@ -6,12 +6,12 @@
 #
 #   vm/debian-apt.sh [--cache DIR] [--suite SUITE] [--arch ARCH] COMMAND ...
 #       --suite reads only the indexes of release SUITE (a codename such
-#       as bookworm: its suites bookworm, bookworm-updates, ...) and
-#       prefers its versions (APT::Default-Release): a guest userland or
-#       a static library of one Debian release
+#       as bookworm: its suites bookworm, bookworm-updates, ...): a
+#       guest userland or a static library of one Debian release
 #       --arch reads only ARCH's indexes (a Debian architecture: amd64,
-#       arm64, ppc64el); without it, the architectures that PKG:ARCH
-#       arguments name, else the machine's own
+#       arm64, ppc64el), and a PKG without :ARCH is ARCH's; without it,
+#       the architectures that PKG:ARCH arguments name, else the
+#       machine's own
 #   vm/debian-apt.sh [--cache DIR] [--suite SUITE] [--arch ARCH] update
 #       download the package lists of those suites and architectures
 #   vm/debian-apt.sh [--cache DIR] [--arch ARCH] search REGEX
@@ -36,7 +36,8 @@
 #       extract Debian's linux-source-SERIES tarball from its package
 #       (once) and print the tarball's path; the suites are read one at
 #       a time, in the order of RA_APT_SUITES and then the machine's,
-#       up to the first that lists the package
+#       up to the first that lists the package, but for sid and
+#       experimental (a release candidate's tarball is not the series')
 #   vm/debian-apt.sh sources
 #       the machine's own Debian suites as "deb URI SUITE main" lines
 #       (for a root built from the same mirror, see scripts/fresh-check.sh)
@@ -172,6 +173,7 @@ use_sources() {
 		-o "Dir::Etc::SourceList=$cache/cache/sources-$key.list"
 		-o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::State::Lists=$cache/lists"
+		-o Dir::State::status=/dev/null
 		-o "Dir::Cache=$cache/cache"
 		-o "Dir::Cache::pkgcache=pkgcache-$key.bin"
 		-o "Dir::Cache::srcpkgcache=srcpkgcache-$key.bin"
@@ -184,43 +186,48 @@ use_sources() {
 	for a in $1; do
 		apt_opts+=(-o "APT::Architectures::=$a")
 	done
-	[ -z "$suite" ] || apt_opts+=(-o "APT::Default-Release=$suite")
 }
 
 # The indexes that could not be fetched, "SUITE/ARCH (message)", for the
 # one line of a request that then cannot be met.
 unfetched=
 
-# Download the package lists of suite $2 (at URI $1) for architectures
-# $3, where older than a day; an index that fails is tried once more,
-# then named in a warning and in $unfetched.
-fetch_suite() {
-	local uri=$1 s=$2 stale="" a again log msg
+# Whether the lists hold suite $1's index for architecture $2.
+has_list() {
+	compgen -G "$cache/lists/*_dists_$1_main_binary-$2_Packages*" > /dev/null
+}
 
-	for a in $3; do
-		[ -n "$(find "$cache/stamps/$s-$a" -mmin -1440 2>/dev/null)" ] ||
-			stale="$stale $a"
-	done
-	[ -n "$stale" ] || return 0
-	mkdir -p "$cache/lists/partial" "$cache/cache/archives/partial" "$cache/stamps" ||
-		die "cannot create $cache"
+# Download the package lists of suite $2 (at URI $1) for architectures
+# $3, each unless fetched within a day, one architecture at a time (apt
+# drops a whole suite when one of its indexes fails); an index that
+# fails is tried once more, then named in a warning and in $unfetched.
+fetch_suite() {
+	local uri=$1 s=$2 a again log msg stamp ok mirror=${1#*://}
+
+	mkdir -p "$cache/lists/partial" "$cache/stamps" || die "cannot create $cache"
 	log=$cache/update.log
-	for again in "" " again"; do
-		use_sources "$stale" "$uri $s"
-		echo "$prog: downloading the $s package lists (${stale# }) into $cache$again" >&2
-		apt-get "${apt_opts[@]}" -q update < /dev/null > "$log" 2>&1 || true
-		for a in $stale; do
-			# An index of its own failed, or the suite's Release.
-			if ! grep -q "^E: .*binary-$a/" "$log" &&
-			   ! { grep '^E: ' "$log" | grep -v 'binary-' | grep -q .; }; then
-				touch "$cache/stamps/$s-$a"
-				stale=${stale/ $a/}
+	for a in $3; do
+		stamp=$cache/stamps/${mirror//\//_}$s-$a
+		if [ -n "$(find "$stamp" -mmin -1440 2>/dev/null)" ] && has_list "$s" "$a"; then
+			continue
+		fi
+		ok=
+		for again in "" " again"; do
+			use_sources "$a" "$uri $s"
+			echo "$prog: downloading the $s package list ($a) into $cache$again" >&2
+			# A failed connection is only a warning to apt without
+			# --error-on=any; no binary cache for a one-index set.
+			if apt-get "${apt_opts[@]}" -o Dir::Cache::pkgcache= \
+				-o Dir::Cache::srcpkgcache= -q --error-on=any update \
+				< /dev/null > "$log" 2>&1 && has_list "$s" "$a"; then
+				touch "$stamp"
+				ok=1
+				break
 			fi
 		done
-		[ -n "$stale" ] || return 0
-	done
-	msg=$(grep -m 1 '^E: ' "$log" | sed 's/^E: //; s/^Failed to fetch [^ ]* *//')
-	for a in $stale; do
+		[ -z "$ok" ] || continue
+		msg=$(grep -m 1 -E '^(E|W): ' "$log" | sed -E 's/^(E|W): //; s/^Failed to fetch [^ ]* *//')
+		[ -n "$msg" ] || msg=$(tail -n 1 "$log")
 		echo "$prog: warning: the $s index for $a could not be fetched: $msg" >&2
 		unfetched="${unfetched:+$unfetched; }$s/$a ($msg)"
 	done
@@ -240,7 +247,7 @@ ensure_lists() {
 # fetched.
 unknown() {
 	if [ -n "$unfetched" ]; then
-		die "package $1 is in none of the indexes fetched; not fetched: $unfetched: try again once the mirror has synced"
+		die "package $1 is in none of the indexes fetched; not fetched: $unfetched: try again later"
 	fi
 	die "package $1 unknown to the private apt state"
 }
@@ -249,7 +256,7 @@ unknown() {
 # nothing: of that name exactly (apt-cache takes a name that no package
 # has, such as linux-source-6.1 in trixie's lists, as a pattern).
 version_of() {
-	apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null |
+	{ apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2> /dev/null || true; } |
 		awk -v p="${1%:*}" '/^Package: / { ok = ($2 == p) }
 				     ok && /^Version: / { print $2; exit }'
 }
@@ -318,9 +325,15 @@ if [ "$cmd" = sources ]; then
 	exit 0
 fi
 
+[ -f "$keyring" ] || die "$keyring missing (package debian-archive-keyring)"
 mkdir -p "$cache/debs" || die "cannot create $cache"
 exec 9> "$cache/.lock"
 flock 9
+# With --arch, a package named without its architecture is ARCH's.
+if [ -n "$arch" ] && [[ $cmd =~ ^(download|version|depends)$ ]]; then
+	# shellcheck disable=SC2046 # package names are words
+	set -- $(printf "%s\n" "$@" | sed "/:/!s/\$/:$arch/")
+fi
 suites=$(request_suites)
 [ -n "$suites" ] || die "no suite of release $suite in the private state"
 case $cmd in
@@ -391,6 +404,7 @@ source)
 		# machine's, one suite at a time, up to the first that lists it.
 		found=
 		while read -r uri s; do
+			case $s in sid | experimental) continue ;; esac
 			fetch_suite "$uri" "$s" "$arches"
 			use_sources "$arches" "$uri $s"
 			if [ -n "$(version_of "linux-source-$1")" ]; then
