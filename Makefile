@@ -328,10 +328,10 @@ run_tests: all
 # What the build and run_tests need: "make deps run_tests" (or "make
 # deps all", for this machine's ARCH) installs only these; "make deps"
 # with any other goal, or alone, installs DEBS, what any target needs.
-RUN_DEBS := gcc make libc6-dev libcap-dev perl util-linux mount procps xz-utils \
+RUN_DEBS := gcc make libc6-dev libcap-dev patch perl util-linux mount procps xz-utils \
 	e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils
 DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
-	libssl-dev qemu-system-x86 busybox-static cpio kmod patch dash \
+	libssl-dev qemu-system-x86 busybox-static cpio kmod dash \
 	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \
 	gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross \
 	fio gnuplot-nox rsync git curl ca-certificates mmdebstrap \
