@@ -104,11 +104,12 @@ machine_sources() {
 			print $1, $2 }' | sort -u
 }
 
-# The mirror the extra suites come from, with a trailing slash.
+# The mirror the extra suites come from, with a trailing slash, from the
+# machine's suites ($1, or read anew).
 mirror() {
 	local m
 
-	m=$(machine_sources | awk '$2 !~ /-security$/ { print $1; exit }')
+	m=$(awk '$2 !~ /-security$/ { print $1; exit }' <<< "${1:-$(machine_sources)}")
 	[ -n "$m" ] || die "no Debian mirror with a main component in the machine's apt sources"
 	echo "${m%/}/"
 }
@@ -119,10 +120,9 @@ all_suites() {
 	local machine mirror s
 
 	machine=$(machine_sources)
-	mirror=$(awk '$2 !~ /-security$/ { print $1; exit }' <<< "$machine")
-	[ -n "$mirror" ] || die "no Debian mirror with a main component in the machine's apt sources"
+	mirror=$(mirror "$machine")
 	for s in $extra_suites; do
-		echo "${mirror%/}/ $s"
+		echo "$mirror $s"
 	done
 	echo "$machine"
 }
