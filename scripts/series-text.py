@@ -262,6 +262,14 @@ BREAKAGE = {
         'mapping does not start at offset 0',
     'madv-random-read-around.patch':
         'a MADV_RANDOM fault reads a whole read-around window',
+    'eof-map-whole-folio.patch':
+        'fault-around maps a folio that reaches past EOF whole, so that '
+        'its pages past EOF read as zeros instead of raising SIGBUS',
+    'eof-finish-fault.patch':
+        'a write fault maps a folio that reaches past EOF whole, so that '
+        'its pages past EOF read as zeros instead of raising SIGBUS',
+    'eof-folio-straddle.patch':
+        'readahead folios of the window\'s order allocated across EOF',
 }
 
 
