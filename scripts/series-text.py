@@ -266,8 +266,9 @@ BREAKAGE = {
         'fault-around maps a folio that reaches past EOF whole, so that '
         'its pages past EOF read as zeros instead of raising SIGBUS',
     'eof-finish-fault.patch':
-        'a write fault maps a folio that reaches past EOF whole, so that '
-        'its pages past EOF read as zeros instead of raising SIGBUS',
+        'finish_fault() maps a folio that reaches past EOF whole (a shared '
+        'write fault, or a read fault with no page table for '
+        'fault-around), so that its pages past EOF do not raise SIGBUS',
     'eof-folio-straddle.patch':
         'readahead folios of the window\'s order allocated across EOF',
 }

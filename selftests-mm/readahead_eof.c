@@ -150,8 +150,9 @@ static void on_sigbus(int sig)
 
 /*
  * Read one byte at @p, or write one if @write: false if that raised
- * SIGBUS. A function of its own (one that calls sigsetjmp() is never
- * inlined), so that the caller's counters are not live across the jump.
+ * SIGBUS. A function of its own (GCC and clang never inline one that
+ * calls sigsetjmp()), so that the caller's counters are not live across
+ * the jump.
  */
 static bool touch(char *p, bool write)
 {
@@ -293,15 +294,16 @@ static int hold_page(const char *p, size_t ps)
  * Truncate the file of @fs (@fd, mapped at @map, @old bytes long) to end
  * a page and a half into the folio at @off, after dirtying that folio and
  * holding one of its pages, so that it stays whole across the new EOF
- * (*@eof): truncation splits a folio it cuts, and drops it whole where
- * the split fails and it is clean.
+ * (*@eof): truncation unmaps a folio it cuts and splits it, and where the
+ * split fails drops it whole if it is clean, keeps it whole if dirty.
  *
- * Return: true when pages past the new EOF are still cached; false when
- * none are (small folios only here), after a SKIP.
+ * Return: the read end of the pipe holding the page, to close once the
+ * test is done with the folio; -1 after a SKIP, when nothing is cached
+ * past the new EOF (the folio there was split or dropped all the same).
  */
-static bool truncate_held(struct __test_metadata *_metadata,
-			  struct ra_fs *fs, int fd, const char *map,
-			  size_t off, size_t old, size_t *eof)
+static int truncate_held(struct __test_metadata *_metadata,
+			 struct ra_fs *fs, int fd, const char *map,
+			 size_t off, size_t old, size_t *eof)
 {
 	size_t from;
 	long kept;
@@ -317,12 +319,13 @@ static bool truncate_held(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, truncate(fs->file, *eof));
 	from = past_eof(fs, *eof);
 	kept = ra_cached_pages(fd, map, from, old - from);
-	close(pipe);
 	ASSERT_LE(0, kept);
-	if (!kept)
-		SKIP(return false, "no folio reaches past the new EOF (small folios only here)");
+	if (!kept) {
+		close(pipe);
+		SKIP(return -1, "truncation split or dropped the folio at EOF");
+	}
 	ksft_print_msg("%ld pages past the new EOF still cached\n", kept);
-	return true;
+	return pipe;
 }
 
 /*
@@ -338,7 +341,7 @@ static bool truncate_held(struct __test_metadata *_metadata,
 TEST_F(eof, sigbus_truncated)
 {
 	size_t ps = self->fs.page_size, off;
-	int ret;
+	int ret, pipe;
 
 	self->size = TRUNC_FILE;
 	ret = eof_file(&self->fs, TRUNC_FILE, RA_KB, self->size, &self->fd,
@@ -347,12 +350,14 @@ TEST_F(eof, sigbus_truncated)
 		return;
 	for (off = 0; off < TRUNC_FILE; off += ps)
 		FORCE_READ(self->map[off]);
-	if (!truncate_held(_metadata, &self->fs, self->fd, self->map,
-			   TRUNC_FILE / 2, TRUNC_FILE, &self->eof))
+	pipe = truncate_held(_metadata, &self->fs, self->fd, self->map,
+			     TRUNC_FILE / 2, TRUNC_FILE, &self->eof);
+	if (pipe < 0)
 		return;
 	expect_sigbus(_metadata, &self->fs, self->map, self->size, self->eof,
 		      self->folio, false, "truncated inside a cached folio, touched past EOF",
 		      SUSPECT_MAP);
+	close(pipe);
 }
 
 /*
@@ -367,7 +372,7 @@ TEST_F(eof, sigbus_truncated)
 TEST_F(eof, sigbus_pmd)
 {
 	unsigned long pmd = read_pmd_pagesize();
-	int ret;
+	int ret, pipe;
 
 	if (!pmd || pmd > RA_THP_FOLIO_MAX)
 		SKIP(return, "PMD of %lu bytes: forced THP readahead reads folios of %lu at most",
@@ -385,12 +390,14 @@ TEST_F(eof, sigbus_pmd)
 	    (long)(pmd / self->fs.page_size))
 		SKIP(return, "%s: no PMD-sized folio for a MADV_HUGEPAGE fault",
 		     self->fs.type);
-	if (!truncate_held(_metadata, &self->fs, self->fd, self->map, pmd,
-			   2 * pmd, &self->eof))
+	pipe = truncate_held(_metadata, &self->fs, self->fd, self->map, pmd,
+			     2 * pmd, &self->eof);
+	if (pipe < 0)
 		return;
 	expect_sigbus(_metadata, &self->fs, self->map, self->size, self->eof,
 		      self->folio, false, "truncated inside a PMD-sized folio, touched past EOF",
 		      SUSPECT_PMD);
+	close(pipe);
 }
 
 /* Pages cached in the 2 MiB past EOF, checked against the min folio's. */

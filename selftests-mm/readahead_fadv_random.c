@@ -16,10 +16,10 @@
  * Measured: pages a fault brings into the page cache, at read_ahead_kb
  * 16 MiB (4096 pages at 4 KiB, 256 at 64 KiB). Bounds: 10 folios a
  * fault; ra_pages / 20 read past a PG_readahead marker the fault reaches.
- * Healthy: the faulting folio, nothing past the marker. Broken (only
- * VM_RAND_READ stops the fault path's readahead, every released kernel
- * up to 7.3): a read-around window a fault, 25x over or more, and half
- * a window of async readahead past the marker, 10x over.
+ * Healthy: the faulting folio, nothing past the marker. Broken (the
+ * fault path reads VM_RAND_READ, not FMODE_RANDOM: every kernel since
+ * 2.6.34): a read-around window a fault, 25x over or more, and a window
+ * of async readahead from the marker, half of it counted, 10x over.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -143,36 +143,46 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
 }
 
 /*
- * The never advised file reads around a fault at 8 ra, PG_readahead
- * in what it reads; the advised one then touches every cached page from
- * 7.5 ra to 9 ra, the marker too, and nothing past 9 ra may be read:
+ * The never advised file reads around a fault at @probe, PG_readahead in
+ * what it reads; then @map touches every cached page from half a window
+ * before @probe to a window after it, the marker too:
  *
- *   7.5 ra         8 ra          8.5 ra   9 ra                12 ra
- *   |==============x=============|--------|-------------------|
- *    read-around by the plain map  an async window from the
- *                                  marker would start here
+ *   probe - ra/2        probe        probe + ra/2  probe + ra
+ *   |===================x============|-------------|-----------
+ *    read-around by the plain map     an async      counted from
+ *                                     window here   here on
+ *
+ * Return: the pages cached from a window past @probe to the end of the
+ * file, or -1 on error.
  */
-TEST_F(fadv_random, on_marker)
+static long after_marker(FIXTURE_DATA(fadv_random) * self, const char *map,
+			 size_t probe)
 {
-	size_t ps = self->fs.page_size, probe = 8 * self->ra;
-	size_t win = probe - self->ra / 2, past_off = probe + self->ra;
-	unsigned long ra_pages = self->ra / ps;
-	long past;
+	size_t ps = self->fs.page_size, from = probe - self->ra / 2;
+	size_t past = probe + self->ra;
 
 	FORCE_READ(self->plain[probe]);
-	ASSERT_EQ(0, touch_cached(self->map, win, past_off - win, ps));
-	past = ra_cached_pages(self->fd, self->map, past_off,
-			       self->size - past_off);
+	if (touch_cached(map, from, past - from, ps))
+		return -1;
+	return ra_cached_pages(self->fd, self->map, past, self->size - past);
+}
+
+TEST_F(fadv_random, on_marker)
+{
+	unsigned long ra_pages = self->ra / self->fs.page_size;
+	long past;
+
+	/* The advised mapping on the marker at 8 ra: nothing past 9 ra. */
+	past = after_marker(self, self->map, 8 * self->ra);
+	ASSERT_LE(0, past);
 	RA_EXPECT_FIGURE(&self->fs, "POSIX_FADV_RANDOM faults on a read-around",
 			 past, "pages past it", ra_pages / 20,
 			 "async readahead runs for a mapping of an FMODE_RANDOM file",
 			 "window of %lu pages", ra_pages);
-	/* Control: the same touches through the plain mapping start it. */
-	ASSERT_EQ(0, touch_cached(self->plain, win, past_off - win, ps));
-	past = ra_cached_pages(self->fd, self->map, past_off,
-			       self->size - past_off);
+	/* Control: the plain mapping on a marker at 10 ra reads past 11 ra. */
+	past = after_marker(self, self->plain, 10 * self->ra);
 	ASSERT_LE((long)ra_pages / 4, past)
-		TH_LOG("the plain mapping read %ld pages past it: no marker to test",
+		TH_LOG("the plain mapping read %ld pages past its marker: no marker to test",
 		       past);
 }
 
