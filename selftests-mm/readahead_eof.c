@@ -294,8 +294,8 @@ static int hold_page(const char *p, size_t ps)
  * Truncate the file of @fs (@fd, mapped at @map, @old bytes long) to end
  * a page and a half into the folio at @off, after dirtying that folio and
  * holding one of its pages, so that it stays whole across the new EOF
- * (*@eof): truncation unmaps a folio it cuts and splits it, and where the
- * split fails drops it whole if it is clean, keeps it whole if dirty.
+ * (*@eof): truncation splits a folio it cuts, and where the split fails
+ * unmaps it, then drops it whole if it is clean, keeps it whole if dirty.
  *
  * Return: the read end of the pipe holding the page, to close once the
  * test is done with the folio; -1 after a SKIP, when nothing is cached
@@ -307,25 +307,25 @@ static int truncate_held(struct __test_metadata *_metadata,
 {
 	size_t from;
 	long kept;
-	int rw, pipe;
+	int rw, held;
 
 	rw = open(fs->file, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, rw);
 	ASSERT_EQ(1, pwrite(rw, "x", 1, off));
 	close(rw);
-	pipe = hold_page(map + off, fs->page_size);
-	ASSERT_LE(0, pipe);
+	held = hold_page(map + off, fs->page_size);
+	ASSERT_LE(0, held);
 	*eof = eof_at(fs, off);
 	ASSERT_EQ(0, truncate(fs->file, *eof));
 	from = past_eof(fs, *eof);
 	kept = ra_cached_pages(fd, map, from, old - from);
 	ASSERT_LE(0, kept);
 	if (!kept) {
-		close(pipe);
+		close(held);
 		SKIP(return -1, "truncation split or dropped the folio at EOF");
 	}
 	ksft_print_msg("%ld pages past the new EOF still cached\n", kept);
-	return pipe;
+	return held;
 }
 
 /*
@@ -341,7 +341,7 @@ static int truncate_held(struct __test_metadata *_metadata,
 TEST_F(eof, sigbus_truncated)
 {
 	size_t ps = self->fs.page_size, off;
-	int ret, pipe;
+	int ret, held;
 
 	self->size = TRUNC_FILE;
 	ret = eof_file(&self->fs, TRUNC_FILE, RA_KB, self->size, &self->fd,
@@ -350,14 +350,14 @@ TEST_F(eof, sigbus_truncated)
 		return;
 	for (off = 0; off < TRUNC_FILE; off += ps)
 		FORCE_READ(self->map[off]);
-	pipe = truncate_held(_metadata, &self->fs, self->fd, self->map,
+	held = truncate_held(_metadata, &self->fs, self->fd, self->map,
 			     TRUNC_FILE / 2, TRUNC_FILE, &self->eof);
-	if (pipe < 0)
+	if (held < 0)
 		return;
 	expect_sigbus(_metadata, &self->fs, self->map, self->size, self->eof,
 		      self->folio, false, "truncated inside a cached folio, touched past EOF",
 		      SUSPECT_MAP);
-	close(pipe);
+	close(held);
 }
 
 /*
@@ -372,7 +372,7 @@ TEST_F(eof, sigbus_truncated)
 TEST_F(eof, sigbus_pmd)
 {
 	unsigned long pmd = read_pmd_pagesize();
-	int ret, pipe;
+	int ret, held;
 
 	if (!pmd || pmd > RA_THP_FOLIO_MAX)
 		SKIP(return, "PMD of %lu bytes: forced THP readahead reads folios of %lu at most",
@@ -390,14 +390,14 @@ TEST_F(eof, sigbus_pmd)
 	    (long)(pmd / self->fs.page_size))
 		SKIP(return, "%s: no PMD-sized folio for a MADV_HUGEPAGE fault",
 		     self->fs.type);
-	pipe = truncate_held(_metadata, &self->fs, self->fd, self->map, pmd,
+	held = truncate_held(_metadata, &self->fs, self->fd, self->map, pmd,
 			     2 * pmd, &self->eof);
-	if (pipe < 0)
+	if (held < 0)
 		return;
 	expect_sigbus(_metadata, &self->fs, self->map, self->size, self->eof,
 		      self->folio, false, "truncated inside a PMD-sized folio, touched past EOF",
 		      SUSPECT_PMD);
-	close(pipe);
+	close(held);
 }
 
 /* Pages cached in the 2 MiB past EOF, checked against the min folio's. */

@@ -64,8 +64,11 @@ FIXTURE_SETUP(fadv_random)
 	self->plain = MAP_FAILED;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	/* At most three windows cached at once. */
-	ret = ra_need_memory(&self->fs, 3 * RA_KB * 1024);
+	/*
+	 * At most four windows cached at once: on_marker's two read-arounds
+	 * and, where the advice is ignored, two windows of async readahead.
+	 */
+	ret = ra_need_memory(&self->fs, 4 * RA_KB * 1024);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	self->folio = ra_folio_size(&self->fs);
@@ -81,10 +84,14 @@ FIXTURE_SETUP(fadv_random)
 				   fd2, 0);
 		close(fd2);
 	}
-	if (self->plain == MAP_FAILED)
+	if (self->plain == MAP_FAILED) {
 		ret = ra_fs_fail(&self->fs, "mapping the file through another open file");
-	else if (posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM))
-		ret = ra_fs_fail(&self->fs, "POSIX_FADV_RANDOM");
+	} else {
+		/* posix_fadvise() returns its error; errno for ra_fs_fail(). */
+		errno = posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM);
+		if (errno)
+			ret = ra_fs_fail(&self->fs, "POSIX_FADV_RANDOM");
+	}
 	ra_ready(_metadata, ret, &self->fs);
 }
 
@@ -143,9 +150,10 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
 }
 
 /*
- * The never advised file reads around a fault at @probe, PG_readahead in
- * what it reads; then @map touches every cached page from half a window
- * before @probe to a window after it, the marker too:
+ * @plain, the never advised mapping, reads around a fault at @probe,
+ * PG_readahead in what it reads; then @toucher touches every cached page
+ * from half a window (@ra bytes) before @probe to a window after it, the
+ * marker too. The file is @fd, @size bytes, mapped whole at @map:
  *
  *   probe - ra/2        probe        probe + ra/2  probe + ra
  *   |===================x============|-------------|-----------
@@ -155,16 +163,16 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
  * Return: the pages cached from a window past @probe to the end of the
  * file, or -1 on error.
  */
-static long after_marker(FIXTURE_DATA(fadv_random) * self, const char *map,
-			 size_t probe)
+static long after_marker(const struct ra_fs *fs, int fd, const char *map,
+			 const char *plain, size_t size, size_t ra,
+			 const char *toucher, size_t probe)
 {
-	size_t ps = self->fs.page_size, from = probe - self->ra / 2;
-	size_t past = probe + self->ra;
+	size_t from = probe - ra / 2, past = probe + ra;
 
-	FORCE_READ(self->plain[probe]);
-	if (touch_cached(map, from, past - from, ps))
+	FORCE_READ(plain[probe]);
+	if (touch_cached(toucher, from, past - from, fs->page_size))
 		return -1;
-	return ra_cached_pages(self->fd, self->map, past, self->size - past);
+	return ra_cached_pages(fd, map, past, size - past);
 }
 
 TEST_F(fadv_random, on_marker)
@@ -173,14 +181,16 @@ TEST_F(fadv_random, on_marker)
 	long past;
 
 	/* The advised mapping on the marker at 8 ra: nothing past 9 ra. */
-	past = after_marker(self, self->map, 8 * self->ra);
+	past = after_marker(&self->fs, self->fd, self->map, self->plain,
+			    self->size, self->ra, self->map, 8 * self->ra);
 	ASSERT_LE(0, past);
 	RA_EXPECT_FIGURE(&self->fs, "POSIX_FADV_RANDOM faults on a read-around",
 			 past, "pages past it", ra_pages / 20,
 			 "async readahead runs for a mapping of an FMODE_RANDOM file",
 			 "window of %lu pages", ra_pages);
 	/* Control: the plain mapping on a marker at 10 ra reads past 11 ra. */
-	past = after_marker(self, self->plain, 10 * self->ra);
+	past = after_marker(&self->fs, self->fd, self->map, self->plain,
+			    self->size, self->ra, self->plain, 10 * self->ra);
 	ASSERT_LE((long)ra_pages / 4, past)
 		TH_LOG("the plain mapping read %ld pages past its marker: no marker to test",
 		       past);
