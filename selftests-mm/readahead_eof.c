@@ -47,11 +47,14 @@
 #include "ra_cache.h"
 
 #define RA_KB		128UL
-/* The in-order walk: its file, its window in pages. */
-#define WALK_FILE	(8UL << 20)
+/*
+ * The in-order walks: their window in pages (read_ahead_kb 128 on 4 KiB
+ * pages), so that folios grow alike on every page size; the file of
+ * cached_after_walk, and in pages the file sigbus_truncated shrinks.
+ */
 #define WALK_PAGES	32UL
-/* The file a truncate shrinks. */
-#define TRUNC_FILE	(2UL << 20)
+#define WALK_FILE	(8UL << 20)
+#define TRUNC_PAGES	512UL
 
 #define SUSPECT_MAP \
 	"a folio reaching past EOF mapped whole (the i_size checks of filemap_map_pages() and filemap_map_folio_range())"
@@ -329,29 +332,28 @@ static int truncate_held(struct __test_metadata *_metadata,
 }
 
 /*
- * A file of 2 MiB read in order through its mapping (async readahead
- * builds folios up to its window, 32 pages at read_ahead_kb 128 on 4 KiB
- * pages), then
- * truncated a page and a half into the folio at 1 MiB:
+ * A file of TRUNC_PAGES read in order through its mapping at a window of
+ * WALK_PAGES (async readahead builds folios up to the window), then
+ * truncated a page and a half into the folio half way:
  *
- *   0              1 MiB  new eof                              2 MiB
+ *   0              half   new eof                             end
  *   |==============|==|==|.....................................|
  *    cached, mapped       every page from here must SIGBUS
  */
 TEST_F(eof, sigbus_truncated)
 {
-	size_t ps = self->fs.page_size, off;
+	size_t ps = self->fs.page_size, len = TRUNC_PAGES * ps, off;
 	int ret, held;
 
-	self->size = TRUNC_FILE;
-	ret = eof_file(&self->fs, TRUNC_FILE, RA_KB, self->size, &self->fd,
-		       &self->map);
+	self->size = len;
+	ret = eof_file(&self->fs, len, WALK_PAGES * ps / 1024, self->size,
+		       &self->fd, &self->map);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	for (off = 0; off < TRUNC_FILE; off += ps)
+	for (off = 0; off < len; off += ps)
 		FORCE_READ(self->map[off]);
 	held = truncate_held(_metadata, &self->fs, self->fd, self->map,
-			     TRUNC_FILE / 2, TRUNC_FILE, &self->eof);
+			     len / 2, len, &self->eof);
 	if (held < 0)
 		return;
 	expect_sigbus(_metadata, &self->fs, self->map, self->size, self->eof,
@@ -416,8 +418,8 @@ static void expect_cached_past_eof(struct __test_metadata *_metadata,
 
 /*
  * An in-order walk of a file of 8 MiB and a page and a half, at a window
- * of WALK_PAGES (read_ahead_kb 128 on 4 KiB pages): async readahead, its
- * folios grown to the window, reaches the end of the file.
+ * of WALK_PAGES: async readahead, its folios grown to the window,
+ * reaches the end of the file.
  */
 TEST_F(eof, cached_after_walk)
 {
