@@ -88,7 +88,7 @@ PATCHED_TESTS := $(sort $(basename $(notdir $(wildcard $(TOP)/selftests-mm/*.pat
 # What every test links, and what only the tests in a cgroup of their own
 # link (those that include ra_cgroup.h), with the cgroup selftests'
 # library.
-LIB := $(addprefix $(TOP)/lib/,ra_fs.c ra_file.c ra_cache.c)
+LIB := $(addprefix $(TOP)/lib/,ra_fs.c ra_cache.c)
 HDRS := $(addprefix $(TOP)/lib/,ra_fs.h ra_cache.h)
 CG_LIB := $(TOP)/lib/ra_cgroup.c
 CG_HDRS := $(TOP)/lib/ra_cgroup.h

@@ -7,6 +7,7 @@
  * ra_cgroup.h link.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,41 @@
 #include "vm_util.h"
 #include "cgroup_util.h"
 #include "ra_cgroup.h"
+
+/* The binary's main process: its tests' cgroups are named after it. */
+static pid_t main_pid;
+
+static void __attribute__((constructor)) ra_cgroup_main(void)
+{
+	main_pid = getpid();
+}
+
+/*
+ * When the main process exits, remove the cgroups of its tests that a
+ * test killed before its teardown (a timeout) left; their processes are
+ * gone with the test's process group.
+ */
+static void __attribute__((destructor)) ra_cgroup_leftovers(void)
+{
+	char root[RA_PATH_LEN], prefix[64], *path;
+	struct dirent *d;
+	DIR *dp;
+
+	if (getpid() != main_pid || cg_find_unified_root(root, sizeof(root), NULL))
+		return;
+	snprintf(prefix, sizeof(prefix), "readahead_test.%d.", main_pid);
+	dp = opendir(root);
+	while (dp && (d = readdir(dp))) {
+		if (strncmp(d->d_name, prefix, strlen(prefix)))
+			continue;
+		path = cg_name(root, d->d_name);
+		if (path)
+			cg_destroy(path);
+		free(path);
+	}
+	if (dp)
+		closedir(dp);
+}
 
 /**
  * ra_cgroup_enter() - move the calling process into a new cgroup v2
@@ -33,12 +69,8 @@
  * changes no global setting. Why the root, not below the test's own
  * cgroup: a cgroup that holds processes (the test's does) cannot give
  * its children controllers (cgroup v2's no-internal-process rule), and
- * the root is the one cgroup exempt from it. For as long as it runs, the
- * test is thus outside the limits (memory.max, io.max) of the job that
- * started it. The cgroup is removed by ra_cgroup_leave(),
- * or once the process has exited, however it exits; the process is
- * killed when its parent dies (PR_SET_PDEATHSIG, set by ra_fs_setup()),
- * so that it does not outlive a job killed through the job's own cgroup.
+ * the root is the one cgroup exempt from it. The cgroup is removed by
+ * ra_cgroup_leave(), or when the binary's main process exits.
  *
  * Return: 0; KSFT_SKIP with @fs->why set when there is no cgroup v2 root
  * with @controller enabled or it is not writable; -1 with @fs->why set
@@ -48,51 +80,35 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		    const char *controller)
 {
 	char *root = cg->root, self[2 * RA_PATH_LEN], *rel;
-	pid_t watcher;
 	FILE *f;
 
 	memset(cg, 0, sizeof(*cg));
 	if (cg_find_unified_root(root, sizeof(cg->root), NULL))
 		return ra_fs_skip(fs, "no cgroup v2 hierarchy mounted");
-	if (cg_read_strstr(root, "cgroup.controllers", controller)) {
-		snprintf(fs->why, sizeof(fs->why),
-			 "no %s controller in cgroup v2 at %s (bound to a v1 hierarchy?)",
-			 controller, root);
-		return KSFT_SKIP;
-	}
-	if (cg_read_strstr(root, "cgroup.subtree_control", controller)) {
-		snprintf(fs->why, sizeof(fs->why),
-			 "cgroup v2 %s controller not enabled in %s/cgroup.subtree_control",
-			 controller, root);
-		return KSFT_SKIP;
-	}
+	if (cg_read_strstr(root, "cgroup.controllers", controller))
+		return ra_fs_skip(fs,
+				  "no %s controller in cgroup v2 at %s (bound to a v1 hierarchy?)",
+				  controller, root);
+	if (cg_read_strstr(root, "cgroup.subtree_control", controller))
+		return ra_fs_skip(fs,
+				  "cgroup v2 %s controller not enabled in %s/cgroup.subtree_control",
+				  controller, root);
 	/* Where this process is now: the "0::<path>" line. */
 	f = fopen("/proc/self/cgroup", "re");
 	if (!f)
 		return ra_fs_fail(fs, "reading /proc/self/cgroup");
 	rel = NULL;
-	while (fgets(self, sizeof(self), f)) {
-		if (!strncmp(self, "0::", 3)) {
+	while (!rel && fgets(self, sizeof(self), f))
+		if (!strncmp(self, "0::", 3))
 			rel = self + 3;
-			rel[strcspn(rel, "\n")] = '\0';
-			break;
-		}
-	}
 	fclose(f);
 	if (!rel)
 		return ra_fs_skip(fs, "this process is in no cgroup v2");
+	rel[strcspn(rel, "\n")] = '\0';
 	snprintf(cg->home, sizeof(cg->home), "%s%s", root,
 		 strcmp(rel, "/") ? rel : "");
-	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d", root,
-		 getpid());
-	/*
-	 * The watcher, forked before the cgroup exists, removes it however
-	 * this process dies. It moves to the root with the test, so that
-	 * killing the caller's cgroup (cgroup.kill, a service stop) leaves
-	 * it alive to do so, while the test follows its parent through
-	 * PR_SET_PDEATHSIG.
-	 */
-	watcher = ra_on_exit_of_caller(cg->path, -1);
+	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d.%d", root,
+		 main_pid, getpid());
 	if (cg_create(cg->path)) {
 		int err = errno;
 
@@ -102,8 +118,6 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		errno = err;
 		return ra_fs_fail(fs, "creating a cgroup");
 	}
-	if (watcher > 0)
-		cg_enter(root, watcher);
 	if (cg_enter_current(cg->path))
 		return ra_fs_fail(fs, "entering the test cgroup");
 	return 0;

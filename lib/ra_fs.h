@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The filesystem an mmap readahead selftest runs on (ra_fs.c) and its
- * test file (ra_file.c): a private filesystem on a self-detaching loop
- * device, the disk's read_ahead_kb set and put back, cold sparse files.
- * What mm's vm_util.h offers (psize(), FORCE_READ(), read_num(),
- * write_num(), read_pmd_pagesize()) is used from there.
+ * The filesystems an mmap readahead selftest runs on and its test file
+ * (ra_fs.c): private filesystems on self-detaching loop devices, made in
+ * main(), the disk's read_ahead_kb, cold sparse files. What mm's
+ * vm_util.h offers (psize(), write_sysfs(), read_pmd_pagesize()) is used
+ * from there.
  */
 #ifndef __RA_FS_H__
 #define __RA_FS_H__
@@ -15,9 +15,6 @@
 
 /* Room for the paths a test uses (mount points, sysfs attributes). */
 #define RA_PATH_LEN		256
-
-/* Environment variable naming a directory to test on instead. */
-#define RA_ENV_DIR		"READAHEAD_TEST_DIR"
 
 /**
  * struct ra_fs_kind - a filesystem variant the tests run on
@@ -36,19 +33,15 @@ struct ra_fs_kind {
 /**
  * struct ra_fs - a filesystem a test runs on
  * @dir: directory the test files are created in
- * @sysfs_ra: path of the backing queue's read_ahead_kb attribute, or ""
- * @bdev: name of the backing block device (e.g. "loop3"), or ""
+ * @sysfs_ra: path of the read_ahead_kb attribute that governs its files
+ * @bdev: name of the backing loop device (e.g. "loop3")
  * @type: filesystem type name
  * @block_size: filesystem block size in bytes
  * @page_size: page size in bytes
  * @max_folio: largest page cache folio of the test file in bytes, 0 when
  *	no smaller than a PMD (struct ra_fs_kind's @max_folio_blocks)
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
- * @saved_ra_kb: read_ahead_kb before the test changed it, in KiB
- * @ra_saved: true when @saved_ra_kb holds a value to put back
- * @own: ra_fs_setup() made or reused a loop filesystem (no READAHEAD_TEST_DIR)
- * @lock_fd: descriptor holding the READAHEAD_TEST_DIR disk's lock, or -1
- * @mnt: mount point, when @own
+ * @saved_ra: erofs: its per-test loop device's read_ahead_kb to put back
  * @file: path of the test file, removed on teardown
  * @why: one-line reason when setup returned KSFT_SKIP or failed
  */
@@ -61,19 +54,14 @@ struct ra_fs {
 	unsigned long page_size;
 	unsigned long max_folio;
 	unsigned long ra_kb;
-	unsigned long saved_ra_kb;
-	bool ra_saved;
-	bool own;
-	int lock_fd;
-	char mnt[RA_PATH_LEN];
+	char saved_ra[24];
 	char file[2 * RA_PATH_LEN];
 	char why[4 * RA_PATH_LEN];
 };
 
-/* ra_fs.c: the filesystem, its disk's read_ahead_kb, the machine's memory */
-void ra_fs_reuse_init(void);
+/* ra_fs.c: the filesystems, the disk's read_ahead_kb, the test file */
+void ra_fs_init(const struct ra_fs_kind *const kinds[]);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
-int ra_fs_seal(struct ra_fs *fs);
 void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
 unsigned long ra_pages(const struct ra_fs *fs);
@@ -81,9 +69,6 @@ unsigned long ra_folio_size(const struct ra_fs *fs);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);
 int ra_fs_skip(struct ra_fs *fs, const char *fmt, ...) __printf(2, 3);
 int ra_fs_fail(struct ra_fs *fs, const char *what);
-pid_t ra_on_exit_of_caller(const char *path, long value);
-
-/* ra_file.c: the test file */
 int ra_open_cold(struct ra_fs *fs, const char *path, int *fd);
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
@@ -103,7 +88,7 @@ extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
  * @fs: filesystem whose @why explains a skip or failure
  *
  * On a skip or a failure, first undoes what the test did to its
- * filesystem (ra_fs_teardown(): read_ahead_kb, the test file): a fixture
+ * filesystem (ra_fs_teardown(): the test file): a fixture
  * setup that ends early gets no teardown from the harness. In a test
  * body the harness's teardown follows, and does nothing more, since
  * ra_fs_teardown() undoes each change once.

@@ -357,46 +357,34 @@ code the tests exercise.
 The helpers every such test uses, which mm's vm_util lacks, come with
 it: ra_fs.[ch] give a test a filesystem made for it, so that its block
 size and read_ahead_kb are its own and the disk the tests run from is
-left alone (a sparse image on a private tmpfs, on a loop device with
-LO_FLAGS_AUTOCLEAR, in a private mount namespace, so that no mount, file
-or loop device is left behind even when the test is killed), and set
-read_ahead_kb and put it back. A test whose main() calls
-ra_fs_reuse_init() before test_harness_run() runs its binary in that
-namespace, with a page its tests share: a test then finds the filesystem
-an earlier test of the same type and block size left mounted there,
-emptied of files, and mkfs runs once per kind, not per test. On
-hardware mkfs takes 10 to 30 ms; under TCG, where robots boot kernels
-they cannot run natively, mkfs.xfs writing its 64 MiB log took 0.33 s of
-a test's 0.45 s floor, and one filesystem per kind took the whole suite
-on v7.3 x86-64 from 129 s to 91 s. What tests then share is the
-filesystem's metadata and caches: each gets a new file, opened cold and
-checked, sets its own read_ahead_kb, and the loop device gets back the
-value it was attached with at each reuse and, from a watcher process,
-once the binary has ended, however it ended; a test dies with its
-harness process (PR_SET_PDEATHSIG), so that none runs beside the next,
-and with the main process: the watcher kills the running test's process
-group when a runner's timeout or ^C ends the main process alone.
-Without the call, each test makes its own namespace and filesystem.
-The kinds are ext4, XFS of several block sizes (min folio orders), and
+left alone. main() calls ra_fs_init() with the kinds its variants use
+before test_harness_run(): in a private mount namespace, on a tmpfs
+over /tmp, a sparse image per kind on a loop device with
+LO_FLAGS_AUTOCLEAR, formatted and mounted, so that no mount, file or
+loop device is left behind even when the binary is killed; the tests
+the harness forks inherit them. mkfs runs once per kind, not per test:
+under TCG, where robots boot kernels they cannot run natively,
+mkfs.xfs writing its 64 MiB log took 0.33 s of a test's 0.45 s floor.
+What tests share is the filesystem's metadata and caches: each gets a
+new file, opened cold and checked, and sets its own read_ahead_kb; an
+atexit and signal handler of the main process puts each loop device's
+back (after a SIGKILL a free loop device may keep another one). The
+kinds are ext4, XFS of several block sizes (min folio orders), and
 for the tests another filesystem can change, btrfs, whose files are
 read through a bdi of its own (ra_pages at mount 128 KiB times its
 devices, at least 4 MiB), so that the test sets that bdi's
 read_ahead_kb, and whose folios stop at 64 blocks; f2fs, whose own
 read path builds order-0 folios for files that are not immutable; and
-erofs, read-only, whose image ra_fs_seal() makes of the test file with
-mkfs.erofs. A kind whose mkfs or filesystem is missing or fails skips,
-as does f2fs where the page is not 4 KiB (F2FS_BLKSIZE).
-ra_file.c creates the test's sparse file and opens it cold (dropped from
-the page cache, which is checked); ra_cache.[ch] count resident pages
-and print each figure with its bound, ra_pages and folio size in one
-format. Each test then comes in a patch of its own, with the helpers it
-is the first to use. Creating the filesystem needs CAP_SYS_ADMIN
-(libcap, as mlock-random-test); without it every test skips.
-READAHEAD_TEST_DIR=<dir> runs the tests on a filesystem of the user's
-instead (one a loop device cannot give); it is the one case where a
-test changes something outside its namespace (the disk's read_ahead_kb,
-a file), and a process that waits for the test's end puts it back even
-after SIGKILL.
+erofs, read-only, whose image is made of the test file with mkfs.erofs
+for each test. A kind whose mkfs or filesystem is missing or fails
+skips, as does f2fs where the page is not 4 KiB (F2FS_BLKSIZE).
+ra_fs.c also creates the test's sparse file and opens it cold (dropped
+from the page cache, which is checked); ra_cache.[ch] count resident
+pages and print each figure with its bound, ra_pages and folio size in
+one format. Each test then comes in a patch of its own, with the
+helpers it is the first to use. Creating the filesystems needs
+CAP_SYS_ADMIN (libcap, as mlock-random-test); without it every test
+skips.
 
 Major faults are read from getrusage()'s ru_majflt. Where a file fault
 runs under mmap_lock rather than a per-VMA lock (6.1, or an architecture
@@ -604,17 +592,12 @@ REVIEW_NOTES = [
     'commit it relies on, so that a change of the rule is a decision the '
     'test makes visible, not a regression hidden in it.',
     'A filesystem per kind of filesystem (loop device over tmpfs, mkfs, '
-    'mount, in the binary\'s private mount namespace, made by the first '
-    'case of the kind and emptied for each next one; the namespace is '
-    'taken in each test\'s main() before test_harness_run(), so that '
-    'mm\'s prctl_thp_disable, linked with the lib for its file cases, '
-    'keeps one per case): what gives a case its block size and '
+    'mount, in the binary\'s private mount namespace, made by main() '
+    'before test_harness_run(), inherited by the tests the harness '
+    'forks; mm\'s prctl_thp_disable, linked with the lib for its file '
+    'cases, calls it too): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
-    'leaves no mount, file or loop device behind a killed test (a '
-    'watcher process of the binary puts back the read_ahead_kb a killed '
-    'case left on its loop device). '
-    'READAHEAD_TEST_DIR is the one mode that touches a disk of the '
-    'user\'s, hence its watcher process.',
+    'leaves no mount, file or loop device behind a killed test.',
     'The Makefile builds every readahead_*.c and run_vmtests.sh runs every '
     'readahead_* binary: the series that follow, each with its fix, then '
     'apply in any order without touching either.',

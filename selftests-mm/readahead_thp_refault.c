@@ -157,7 +157,7 @@ TEST_F(thp_refault, pageout_then_fault)
 
 int main(int argc, char **argv)
 {
-	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
-	ra_fs_reuse_init();
+	/* The filesystems of every variant, shared by their tests */
+	ra_fs_init((const struct ra_fs_kind *const []){ &ra_xfs_4k, NULL });
 	return test_harness_run(argc, argv);
 }

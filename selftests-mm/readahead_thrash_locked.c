@@ -309,7 +309,9 @@ TEST_F_TIMEOUT(thrash, concurrent_faults, TIMEOUT_S)
 
 int main(int argc, char **argv)
 {
-	/* Tests of one filesystem kind run on one filesystem: one mkfs. */
-	ra_fs_reuse_init();
+	/* The filesystems of every variant, shared by their tests */
+	ra_fs_init((const struct ra_fs_kind *const []){
+		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, NULL
+	});
 	return test_harness_run(argc, argv);
 }
