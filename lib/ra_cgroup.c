@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The cgroup v2 an mmap readahead selftest runs in, made for it: its page
- * cache charged to a memcg of its own, its reads held by io.max on the
- * test's disk until it releases them, memory.stat counters. Built on the
- * cgroup selftests' cgroup_util.c, which only the tests that include
- * ra_cgroup.h link.
+ * cache charged to a memcg of its own, or its reads throttled by io.max
+ * on the test's disk. Built on the cgroup selftests' cgroup_util.c,
+ * which only the tests that include ra_cgroup.h link.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -121,140 +120,6 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 	if (cg_enter_current(cg->path))
 		return ra_fs_fail(fs, "entering the test cgroup");
 	return 0;
-}
-
-/**
- * ra_cgroup_hold_reads() - hold or release the cgroup's reads of the test's disk
- * @fs: filesystem whose disk is read; @fs->why on skip or failure
- * @cg: cgroup entered with ra_cgroup_enter(@fs, @cg, "io")
- * @hold: true to hold every read from now on, false to release them
- *
- * Holding writes "<major>:<minor> rbps=1" to io.max: blk-throttle queues
- * each read bio of this cgroup's tasks on the disk until one byte per
- * second of budget covers it, which for the smallest bio (a page) is over
- * an hour. The folio under such a read stays locked until the test
- * releases it: releasing writes "rbps=max", and a change of io.max
- * dispatches what is queued at once (tg_conf_updated()). Removing the
- * cgroup, however the test ends, dispatches it too. Only this cgroup is
- * held, and the limit goes with the cgroup.
- *
- * Return: 0; KSFT_SKIP with @fs->why set when the kernel has no
- * blk-throttle (no io.max) or the disk is unknown; -1 with @fs->why set
- * when the write fails.
- */
-int ra_cgroup_hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
-{
-	char path[3 * RA_PATH_LEN], buf[64];
-	size_t n = strlen(fs->sysfs_ra);
-	const char *tail = "queue/read_ahead_kb";
-	FILE *f;
-
-	if (!cg->dev[0]) {
-		if (n < strlen(tail) || strcmp(fs->sysfs_ra + n - strlen(tail), tail))
-			return ra_fs_skip(fs, "no block device known for %s", fs->dir);
-		snprintf(path, sizeof(path), "%.*sdev",
-			 (int)(n - strlen(tail)), fs->sysfs_ra);
-		f = fopen(path, "re");
-		if (!f || !fgets(cg->dev, sizeof(cg->dev), f)) {
-			if (f)
-				fclose(f);
-			return ra_fs_skip(fs, "cannot read %s", path);
-		}
-		fclose(f);
-		cg->dev[strcspn(cg->dev, "\n")] = '\0';
-	}
-	snprintf(path, sizeof(path), "%s/io.max", cg->path);
-	if (access(path, W_OK))
-		return ra_fs_skip(fs, "kernel without blk-throttle: no io.max");
-	snprintf(buf, sizeof(buf), "%s rbps=%s", cg->dev, hold ? "1" : "max");
-	if (cg_write(cg->path, "io.max", buf))
-		return ra_fs_fail(fs, hold ? "holding reads in io.max" :
-				  "releasing reads in io.max");
-	return 0;
-}
-
-/**
- * ra_memcg_flush() - make the next memory.stat reads exact
- * @fd: a file of the test, read by a task of the cgroup
- * @off: file offset of a range of it the caller is done with, in bytes
- * @len: length of that range in bytes
- *
- * memcg statistics are kept per CPU and summed (flushed) lazily: reading
- * memory.stat flushes only once more than MEMCG_CHARGE_BATCH (64) updates
- * per online CPU are pending (mem_cgroup_flush_stats()), else a worker
- * does it every two seconds. Rather than wait for the worker, this makes
- * the updates: it reads and drops 64 pages per possible CPU of the range
- * (up to @len), each page at least four updates (file pages and LRU size,
- * up and down), so that the next read of the cgroup's memory.stat, or an
- * ancestor's, flushes.
- *
- * Return: 0, or -1 on error (errno set).
- */
-int ra_memcg_flush(int fd, size_t off, size_t len)
-{
-	size_t ps = psize(), pages = 64 * sysconf(_SC_NPROCESSORS_CONF);
-	size_t i;
-	char *buf;
-	int err;
-
-	if (pages > len / ps)
-		pages = len / ps;
-	buf = malloc(ps);
-	if (!buf)
-		return -1;
-	for (i = 0; i < pages; i++)
-		if (pread(fd, buf, ps, off + i * ps) != (ssize_t)ps)
-			break;
-	free(buf);
-	if (i < pages)
-		return -1;
-	err = posix_fadvise(fd, off, pages * ps, POSIX_FADV_DONTNEED);
-	if (err) {
-		errno = err;
-		return -1;
-	}
-	return 0;
-}
-
-/**
- * ra_memcg_stat() - a counter of a cgroup's memory.stat
- * @cgroup: directory of the cgroup, a test's (&ra_cgroup.path) or the
- *	root (&ra_cgroup.root)
- * @key: name of the counter, e.g. "workingset_restore_file", any but the
- *	file's first ("anon")
- *
- * The counter as last flushed: after ra_memcg_flush(), exact to within
- * the updates of other CPUs that are still batched (under 64 per CPU).
- *
- * Return: the counter (in pages for the workingset counters, in bytes
- * for the LRU sizes), or -1 when it cannot be read.
- */
-long ra_memcg_stat(const char *cgroup, const char *key)
-{
-	char name[64];
-
-	/* At a line's start: "active_file " is also the end of another. */
-	snprintf(name, sizeof(name), "\n%s ", key);
-	return cg_read_key_long(cgroup, "memory.stat", name);
-}
-
-/**
- * ra_mglru() - whether reclaim uses the multi-gen LRU
- *
- * Return: true when /sys/kernel/mm/lru_gen/enabled has its main switch
- * (0x0001) on; false on the classic active/inactive LRU.
- */
-bool ra_mglru(void)
-{
-	FILE *f = fopen("/sys/kernel/mm/lru_gen/enabled", "re");
-	unsigned int caps = 0;
-
-	if (!f)
-		return false;
-	if (fscanf(f, "%x", &caps) != 1)
-		caps = 0;
-	fclose(f);
-	return caps & 1;
 }
 
 /**

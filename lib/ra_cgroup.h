@@ -14,8 +14,8 @@
  * @root: the cgroup v2 root directory
  * @path: the cgroup's directory, "" when none was created
  * @home: the cgroup the test came from, to go back to
- * @dev: "major:minor" of the disk whose reads ra_cgroup_hold_reads()
- *	holds, or ""
+ * @dev: "major:minor" of the disk whose reads the test holds in io.max,
+ *	or ""
  */
 struct ra_cgroup {
 	char root[RA_PATH_LEN];
@@ -26,10 +26,6 @@ struct ra_cgroup {
 
 int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		    const char *controller);
-int ra_cgroup_hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold);
-int ra_memcg_flush(int fd, size_t off, size_t len);
-long ra_memcg_stat(const char *cgroup, const char *key);
-bool ra_mglru(void);
 void ra_cgroup_leave(struct ra_cgroup *cg);
 
 #endif /* __RA_CGROUP_H__ */

@@ -163,14 +163,15 @@ static bool in_initial_userns(void)
 }
 
 /*
- * Run @argv from PATH and the sbin directories, its output hidden; the
- * last line of its stderr (an error, not a banner) goes to @err.
+ * Run @argv from PATH and the sbin directories, its output hidden; of its
+ * stderr, the last line that says "rror" or "<E>" (mkfs.erofs), else the
+ * first (mkfs.xfs follows its error with its usage), goes to @err.
  * Return: its exit status, 127 when not found, -1 when it cannot run.
  */
 static int run_quiet(char *const argv[], char *err, size_t len)
 {
 	int status = -1, efd = memfd_create("ra-stderr", MFD_CLOEXEC);
-	char buf[4096], *last;
+	char buf[4096], *line, *pick = NULL;
 	ssize_t n = 0;
 	pid_t pid = fork();
 
@@ -190,10 +191,10 @@ static int run_quiet(char *const argv[], char *err, size_t len)
 		close(efd);
 	}
 	buf[n > 0 ? n : 0] = '\0';
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	last = strrchr(buf, '\n');
-	snprintf(err, len, "%s", last ? last + 1 : buf);
+	for (line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+		if (!pick || strstr(line, "rror") || strstr(line, "<E>"))
+			pick = line;
+	snprintf(err, len, "%s", pick ? pick : "");
 	if (status == -1)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
@@ -380,17 +381,26 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
  */
 static void punch_zeros(int fd)
 {
-	static const char zero[65536];
-	char buf[sizeof(zero)];
-	off_t off = 0;
-	ssize_t n;
+	static const char zero[1 << 20];
+	static char buf[sizeof(zero)];
+	off_t off = 0, run = -1;
+	ssize_t n = 0;
 
-	while ((off = lseek(fd, off, SEEK_DATA)) >= 0 &&
-	       (n = pread(fd, buf, sizeof(buf), off)) > 0) {
-		if (!memcmp(buf, zero, n))
+	/* Each run of zero chunks in one punch, where data or EOF ends it. */
+	for (;;) {
+		off_t data = lseek(fd, off, SEEK_DATA);
+
+		n = data < 0 ? 0 : pread(fd, buf, sizeof(buf), data);
+		if (run >= 0 && (n <= 0 || data != off || memcmp(buf, zero, n))) {
 			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				  off, n);
-		off += n;
+				  run, off - run);
+			run = -1;
+		}
+		if (n <= 0)
+			return;
+		if (run < 0 && !memcmp(buf, zero, n))
+			run = data;
+		off = data + n;
 	}
 }
 
@@ -632,7 +642,7 @@ int ra_need_memory(struct ra_fs *fs, size_t bytes)
 	return 0;
 }
 
-/**
+/*
  * ra_open_cold() - open a test file with an empty page cache
  * @fs: filesystem of the file; @fs->why on skip or failure
  * @path: file to open read-only
@@ -643,7 +653,7 @@ int ra_need_memory(struct ra_fs *fs, size_t bytes)
  *
  * Return: 0; KSFT_SKIP or -1 with @fs->why set, and @fd closed.
  */
-int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
+static int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
 {
 	struct stat st;
 	int ret;
@@ -734,14 +744,22 @@ int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
 }
 
 /**
- * ra_fs_teardown() - undo what a test did to its filesystem
- * @fs: filesystem state
+ * ra_teardown() - undo what a fixture set up
+ * @fs: filesystem of the fixture
+ * @map: mapping of the test file, or NULL or MAP_FAILED
+ * @size: length of @map in bytes
+ * @fd: descriptor of the test file, or -1
  *
- * Removes the test file; on erofs unmounts the image made of it, its
- * loop device's read_ahead_kb put back first. Undoes each thing once.
+ * Unmaps @map, closes @fd and removes the test file; on erofs unmounts
+ * the image made of it, its loop device's read_ahead_kb put back first.
+ * Undoes each thing once.
  */
-void ra_fs_teardown(struct ra_fs *fs)
+void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
 {
+	if (map && map != MAP_FAILED)
+		munmap(map, size);
+	if (fd >= 0)
+		close(fd);
 	if (fs->saved_ra[0]) {
 		write_sysfs(fs->sysfs_ra, strtoul(fs->saved_ra, NULL, 10));
 		umount2(fs->dir, MNT_DETACH);
@@ -750,20 +768,4 @@ void ra_fs_teardown(struct ra_fs *fs)
 	if (fs->file[0])
 		unlink(fs->file);
 	fs->file[0] = '\0';
-}
-
-/**
- * ra_teardown() - undo what a fixture set up
- * @fs: filesystem of the fixture
- * @map: mapping of the test file, or NULL or MAP_FAILED
- * @size: length of @map in bytes
- * @fd: descriptor of the test file, or -1
- */
-void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
-{
-	if (map && map != MAP_FAILED)
-		munmap(map, size);
-	if (fd >= 0)
-		close(fd);
-	ra_fs_teardown(fs);
 }

@@ -62,14 +62,12 @@ struct ra_fs {
 /* ra_fs.c: the filesystems, the disk's read_ahead_kb, the test file */
 void ra_fs_init(const struct ra_fs_kind *const kinds[]);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
-void ra_fs_teardown(struct ra_fs *fs);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
 unsigned long ra_pages(const struct ra_fs *fs);
 unsigned long ra_folio_size(const struct ra_fs *fs);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);
 int ra_fs_skip(struct ra_fs *fs, const char *fmt, ...) __printf(2, 3);
 int ra_fs_fail(struct ra_fs *fs, const char *what);
-int ra_open_cold(struct ra_fs *fs, const char *path, int *fd);
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd);
 int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
@@ -88,10 +86,10 @@ extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
  * @fs: filesystem whose @why explains a skip or failure
  *
  * On a skip or a failure, first undoes what the test did to its
- * filesystem (ra_fs_teardown(): the test file): a fixture
+ * filesystem (ra_teardown(): the test file): a fixture
  * setup that ends early gets no teardown from the harness. In a test
  * body the harness's teardown follows, and does nothing more, since
- * ra_fs_teardown() undoes each change once.
+ * ra_teardown() undoes each change once.
  *
  * Return: true when the test can go on; false after a SKIP, and the
  * caller must return. A failure ends the test here.
@@ -100,7 +98,7 @@ static inline bool ra_ready(struct __test_metadata *_metadata, int ret,
 			    struct ra_fs *fs)
 {
 	if (ret)
-		ra_fs_teardown(fs);
+		ra_teardown(fs, NULL, 0, -1);
 	if (ret == KSFT_SKIP)
 		SKIP(return false, "%s", fs->why);
 	ASSERT_EQ(0, ret) TH_LOG("%s", fs->why);

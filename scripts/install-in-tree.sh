@@ -17,18 +17,16 @@
 #     (Makefile) and run in its category with its cases only
 #     (run_vmtests.sh: prctl_thp_disable in "thp");
 #   - Makefile: the lib's headers in LOCAL_HDRS; before the TEST_PROGS
-#     lines, READAHEAD_TESTS is every
-#     readahead_*.c but READAHEAD_CGROUP_TESTS, the tests that include
-#     ra_cgroup.h (thrash), each listed at its sorted place; both go into
-#     TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
+#     lines, each test installed named in READAHEAD_TESTS, or in
+#     READAHEAD_CGROUP_TESTS when it includes ra_cgroup.h (thrash), at its
+#     sorted place; both go into TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
 #     links every readahead test with the lib's other .c files and -lcap,
 #     and, once a cgroup test is installed, one more links those with
 #     ra_cgroup.c and the cgroup selftests' library (cgroup_util.c, its
-#     include directory in their CFLAGS only). A patch adding a test
-#     that is not a cgroup one leaves the Makefile alone;
-#   - run_vmtests.sh: a "readahead" category (help text and a loop
-#     running every readahead_* binary, both from run_vmtests-snippet.sh,
-#     before the summary);
+#     include directory in their CFLAGS only);
+#   - run_vmtests.sh: a "readahead" category (help text from
+#     run_vmtests-snippet.sh) and, before the summary, the run line the
+#     snippet has for each test installed, at its sorted place;
 #   - when mm's Makefile lists ksft_<category>.sh wrappers in TEST_PROGS
 #     (7.x: what "make run_tests" and KernelCI run), ksft_readahead.sh is
 #     created and added there at its sorted place;
@@ -157,17 +155,18 @@ add_block_after() {
 }
 
 gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
-every='READAHEAD_TESTS := $(filter-out $(READAHEAD_CGROUP_TESTS),$(patsubst %.c,%,$(wildcard readahead_*.c)))'
 cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
 # The lists, before the TEST_PROGS block.
 add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
-add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$every" "$mk"
 for t in $tests; do
-	[ -f "$top/selftests-mm/$t.c" ] && grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" || continue
-	if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
-		add_sorted READAHEAD_CGROUP_TESTS "$t" "$mk"
+	[ -f "$top/selftests-mm/$t.c" ] || continue
+	var=READAHEAD_TESTS
+	! grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" ||
+		var=READAHEAD_CGROUP_TESTS
+	if grep -q "^$var += " "$mk"; then
+		add_sorted "$var" "$t" "$mk"
 	else
-		add_before '^READAHEAD_TESTS := ' "READAHEAD_CGROUP_TESTS += $t" "$mk"
+		add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$var += $t" "$mk"
 	fi
 done
 # The lib's headers, so that editing one rebuilds the tests (lib.mk).
@@ -253,9 +252,23 @@ if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
 		{ for (; held; held--) print ""; print }' \
 		"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 fi
-if ! grep -q 'CATEGORY="readahead" run_test' "$mm/run_vmtests.sh"; then
-	RUN=$(sed -n '/^# run:$/,$p' "$snippet" | sed 1d) \
-	awk '/^echo "SUMMARY:/ && !r { print ENVIRON["RUN"]; print ""; r = 1 }
-		{ print }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
-fi
+for t in $tests; do
+	[ -f "$top/selftests-mm/$t.c" ] || continue
+	line="CATEGORY=\"readahead\" run_test ./$t"
+	if ! grep -qxF "$line" "$snippet"; then
+		echo "$0: run_vmtests-snippet.sh has no run line for $t" >&2
+		exit 2
+	fi
+	grep -qxF "$line" "$mm/run_vmtests.sh" && continue
+	# Before the first readahead line that sorts after it, else after
+	# the last one, else (the first) before the summary.
+	LINE=$line LC_ALL=C awk '
+		function put() { print ENVIRON["LINE"]; done = 1 }
+		!done && index($0, "CATEGORY=\"readahead\" run_test") == 1 {
+			seen = 1; if ($0 > ENVIRON["LINE"]) put() }
+		!done && seen && index($0, "CATEGORY=\"readahead\" run_test") != 1 { put() }
+		!done && !seen && /^echo "SUMMARY:/ { put(); print "" }
+		{ print }
+		END { if (!done) exit 1 }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
+done
 echo "installed $(echo "$tests" | wc -w) readahead tests into $mm"

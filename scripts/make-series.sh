@@ -168,20 +168,21 @@ install() {
 	RA_TESTS="${names[*]}" "$work/stage/scripts/install-in-tree.sh" "$tree" > /dev/null
 }
 
-# The first series: the category with the helpers every test uses and the
-# MAINTAINERS lines, then one commit per test, with the helpers it is the
-# first to use.
+# The first series: the category with its first test, the helpers that
+# test uses and the MAINTAINERS lines, then one commit per test, with the
+# helpers it is the first to use.
 git checkout -q -b "$first"
 mapfile -t first_specs < <(series_tests "$first")
-install
-maintainers_add
-commit category
 specs=()
 for spec in "${first_specs[@]}"; do
 	specs+=("$spec")
 	install "${specs[@]}"
 	args=(test "${spec%%:*}" --series "$first")
 	[ "${spec#*:}" = "$spec" ] || args+=(--variants "${spec#*:}")
+	if [ ${#specs[@]} = 1 ]; then
+		maintainers_add
+		args=(category "${args[@]}")
+	fi
 	commit "${args[@]}"
 done
 

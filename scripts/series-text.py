@@ -348,13 +348,13 @@ CATEGORY = """\
 Add the "readahead" category of run_vmtests.sh for mmap readahead tests
 that judge what a program sees: the major faults a pattern of faults
 takes on a cold file, and the pages it reads that it never asked for.
-It runs every readahead_* binary, as the Makefile builds every
-readahead_*.c, so that a test added later touches neither; "make
-run_tests" and KernelCI run it through ksft_readahead.sh in TEST_PROGS.
+The Makefile and run_vmtests.sh name each test, as they do mm's others;
+"make run_tests" and KernelCI run the category through
+ksft_readahead.sh in TEST_PROGS.
 MAINTAINERS gets lines for the category's files under PAGE CACHE, whose
 code the tests exercise.
 
-The helpers every such test uses, which mm's vm_util lacks, come with
+The helpers this first test uses, which mm's vm_util lacks, come with
 it: ra_fs.[ch] give a test a filesystem made for it, so that its block
 size and read_ahead_kb are its own and the disk the tests run from is
 left alone. main() calls ra_fs_init() with the kinds its variants use
@@ -674,6 +674,14 @@ def main():
                                     '--extends' in rest)
     elif args[0] == 'category' and len(args) == 1:
         subj, body = CATEGORY_SUBJECT, CATEGORY
+    elif args[0] == 'category' and len(args) >= 5 and args[1] == 'test':
+        # The category comes with its first test.
+        rest = args[5:]
+        variants = None
+        if '--variants' in rest:
+            variants = rest[rest.index('--variants') + 1].split(',')
+        subj, body = test_changelog(args[2], args[4], variants)
+        body += '\n\n' + CATEGORY
     elif args[0] == 'kernel' and len(args) == 2:
         subj, body = kernel_changelog(args[1])
     elif args[0] == 'cover' and len(args) == 2:

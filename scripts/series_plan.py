@@ -21,7 +21,8 @@
 
 The plan follows verdicts/expected.tsv and validation/configurations. A
 test file goes into the first series when no case of it fails on a
-pristine 7.3 column (v7.3, debian-7.3, v7.3-arm64-64k, ...). Otherwise
+pristine 7.3 column (v7.3, debian-7.3, v7.3-arm64-64k, ...), LEADER
+first (it comes with the category), mm's own tests last. Otherwise
 its variants whose cases all pass there stay in the first series, and
 the rest go with the fix whose columns (v7.3+<fix>, v7.3-arm64-64k+<fix>)
 pass them all: the fixes are the configurations whose patches are all
@@ -37,6 +38,9 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST = 'selftests'
+# The test that comes with the category: a plain outcome (major faults of
+# a reader), whatever the order of the others; mm's own tests go last.
+LEADER = 'readahead_vma_boundary'
 
 
 def table():
@@ -174,6 +178,7 @@ def plan():
         if good:
             first.append((name, good))
         per_fix[home[0]].append((name, None))
+    first.sort(key=lambda t: (t[0] != LEADER, patched(t[0]), t[0]))
     out = [(FIRST, None, [], first)]
     for f, patches in fx:
         if per_fix[f]:

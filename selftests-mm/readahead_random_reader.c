@@ -194,7 +194,7 @@ static void unmap_and_close(struct reader *r)
 FIXTURE_TEARDOWN(random_reader)
 {
 	unmap_and_close(&self->r);
-	ra_fs_teardown(&self->r.fs);
+	ra_teardown(&self->r.fs, NULL, 0, -1);
 }
 
 struct figure {

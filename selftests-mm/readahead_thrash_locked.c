@@ -33,6 +33,7 @@
 #include "vm_util.h"
 #include "ra_fs.h"
 #include "ra_cache.h"
+#include "cgroup_util.h"
 #include "ra_cgroup.h"
 
 #define ROUNDS		30
@@ -57,6 +58,56 @@ struct faulter {
  * under emulation.
  */
 #define TIMEOUT_S	75
+
+/**
+ * hold_reads() - hold or release the cgroup's reads of the test's disk
+ * @fs: filesystem whose disk is read; @fs->why on skip or failure
+ * @cg: cgroup entered with ra_cgroup_enter(@fs, @cg, "io")
+ * @hold: true to hold every read from now on, false to release them
+ *
+ * Holding writes "<major>:<minor> rbps=1" to io.max: blk-throttle queues
+ * each read bio of this cgroup's tasks on the disk until one byte per
+ * second of budget covers it, which for the smallest bio (a page) is over
+ * an hour. The folio under such a read stays locked until the test
+ * releases it: releasing writes "rbps=max", and a change of io.max
+ * dispatches what is queued at once (tg_conf_updated()). Removing the
+ * cgroup, however the test ends, dispatches it too. Only this cgroup is
+ * held, and the limit goes with the cgroup.
+ *
+ * Return: 0; KSFT_SKIP with @fs->why set when the kernel has no
+ * blk-throttle (no io.max) or the disk is unknown; -1 with @fs->why set
+ * when the write fails.
+ */
+static int hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
+{
+	char path[3 * RA_PATH_LEN], buf[64];
+	size_t n = strlen(fs->sysfs_ra);
+	const char *tail = "queue/read_ahead_kb";
+	FILE *f;
+
+	if (!cg->dev[0]) {
+		if (n < strlen(tail) || strcmp(fs->sysfs_ra + n - strlen(tail), tail))
+			return ra_fs_skip(fs, "no block device known for %s", fs->dir);
+		snprintf(path, sizeof(path), "%.*sdev",
+			 (int)(n - strlen(tail)), fs->sysfs_ra);
+		f = fopen(path, "re");
+		if (!f || !fgets(cg->dev, sizeof(cg->dev), f)) {
+			if (f)
+				fclose(f);
+			return ra_fs_skip(fs, "cannot read %s", path);
+		}
+		fclose(f);
+		cg->dev[strcspn(cg->dev, "\n")] = '\0';
+	}
+	snprintf(path, sizeof(path), "%s/io.max", cg->path);
+	if (access(path, W_OK))
+		return ra_fs_skip(fs, "kernel without blk-throttle: no io.max");
+	snprintf(buf, sizeof(buf), "%s rbps=%s", cg->dev, hold ? "1" : "max");
+	if (cg_write(cg->path, "io.max", buf))
+		return ra_fs_fail(fs, hold ? "holding reads in io.max" :
+				  "releasing reads in io.max");
+	return 0;
+}
 
 FIXTURE(thrash) {
 	struct ra_fs fs;
@@ -146,7 +197,7 @@ FIXTURE_TEARDOWN(thrash)
 
 	/* A held read ends first, then threads waiting for a round stop. */
 	if (self->cg.dev[0])
-		ra_cgroup_hold_reads(&self->fs, &self->cg, false);
+		hold_reads(&self->fs, &self->cg, false);
 	self->target = NULL;
 	for (i = 0; i < self->nr_threads; i++)
 		sem_post(&self->faulter[i].go);
@@ -271,7 +322,7 @@ TEST_F_TIMEOUT(thrash, concurrent_faults, TIMEOUT_S)
 
 		before = ra_cached_pages(self->fd, self->map, base, self->slot);
 		ASSERT_LE(0, before);
-		ret = ra_cgroup_hold_reads(&self->fs, &self->cg, true);
+		ret = hold_reads(&self->fs, &self->cg, true);
 		if (!ra_ready(_metadata, ret, &self->fs))
 			return;
 		/* The reader misses and sleeps under its held read... */
@@ -289,7 +340,7 @@ TEST_F_TIMEOUT(thrash, concurrent_faults, TIMEOUT_S)
 			SKIP(return,
 			     "round %u: not all %d waiters slept on the locked folio",
 			     i, FAULTERS - 1);
-		ret = ra_cgroup_hold_reads(&self->fs, &self->cg, false);
+		ret = hold_reads(&self->fs, &self->cg, false);
 		ASSERT_EQ(0, ret) TH_LOG("%s", self->fs.why);
 		for (w = 0; w < FAULTERS; w++)
 			sem_wait(&self->done);

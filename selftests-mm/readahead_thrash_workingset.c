@@ -11,7 +11,7 @@
  * per round. memory.stat's workingset_restore_file proves the hits were
  * working set, on the classic LRU and on MGLRU alike.
  * What it leans on, and why:
- * - memory.stat, read after ra_memcg_flush(): since "mm: memcg: make
+ * - memory.stat, read after memcg_flush(): since "mm: memcg: make
  *   stats flushing threshold per-memcg" (2023) a read is exact only past
  *   MEMCG_CHARGE_BATCH updates a CPU, else after the 2 s periodic flush;
  *   making the updates is faster than waiting for it.
@@ -40,6 +40,7 @@
 #include "vm_util.h"
 #include "ra_fs.h"
 #include "ra_cache.h"
+#include "cgroup_util.h"
 #include "ra_cgroup.h"
 
 #define ROUNDS		30
@@ -50,6 +51,90 @@
 #define FAULT_AROUND_ATTR	"/sys/kernel/debug/fault_around_bytes"
 #define SUSPECT \
 	"fault-around hits on PG_workingset folios counted as mmap hits (filemap_map_pages()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2, or MMAP_LOTSAMISS raised past 110)"
+
+/**
+ * memcg_flush() - make the next memory.stat reads exact
+ * @fd: a file of the test, read by a task of the cgroup
+ * @off: file offset of a range of it the caller is done with, in bytes
+ * @len: length of that range in bytes
+ *
+ * memcg statistics are kept per CPU and summed (flushed) lazily: reading
+ * memory.stat flushes only once more than MEMCG_CHARGE_BATCH (64) updates
+ * per online CPU are pending (mem_cgroup_flush_stats()), else a worker
+ * does it every two seconds. Rather than wait for the worker, this makes
+ * the updates: it reads and drops 64 pages per possible CPU of the range
+ * (up to @len), each page at least four updates (file pages and LRU size,
+ * up and down), so that the next read of the cgroup's memory.stat, or an
+ * ancestor's, flushes.
+ *
+ * Return: 0, or -1 on error (errno set).
+ */
+static int memcg_flush(int fd, size_t off, size_t len)
+{
+	size_t ps = psize(), pages = 64 * sysconf(_SC_NPROCESSORS_CONF);
+	size_t i;
+	char *buf;
+	int err;
+
+	if (pages > len / ps)
+		pages = len / ps;
+	buf = malloc(ps);
+	if (!buf)
+		return -1;
+	for (i = 0; i < pages; i++)
+		if (pread(fd, buf, ps, off + i * ps) != (ssize_t)ps)
+			break;
+	free(buf);
+	if (i < pages)
+		return -1;
+	err = posix_fadvise(fd, off, pages * ps, POSIX_FADV_DONTNEED);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * stat_key() - a counter of a cgroup's memory.stat
+ * @cgroup: directory of the cgroup, a test's (&ra_cgroup.path) or the
+ *	root (&ra_cgroup.root)
+ * @key: name of the counter, e.g. "workingset_restore_file", any but the
+ *	file's first ("anon")
+ *
+ * The counter as last flushed: after memcg_flush(), exact to within
+ * the updates of other CPUs that are still batched (under 64 per CPU).
+ *
+ * Return: the counter (in pages for the workingset counters, in bytes
+ * for the LRU sizes), or -1 when it cannot be read.
+ */
+static long stat_key(const char *cgroup, const char *key)
+{
+	char name[64];
+
+	/* At a line's start: "active_file " is also the end of another. */
+	snprintf(name, sizeof(name), "\n%s ", key);
+	return cg_read_key_long(cgroup, "memory.stat", name);
+}
+
+/**
+ * mglru_on() - whether reclaim uses the multi-gen LRU
+ *
+ * Return: true when /sys/kernel/mm/lru_gen/enabled has its main switch
+ * (0x0001) on; false on the classic active/inactive LRU.
+ */
+static bool mglru_on(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/lru_gen/enabled", "re");
+	unsigned int caps = 0;
+
+	if (!f)
+		return false;
+	if (fscanf(f, "%x", &caps) != 1)
+		caps = 0;
+	fclose(f);
+	return caps & 1;
+}
 
 FIXTURE(thrash) {
 	struct ra_fs fs;
@@ -133,7 +218,7 @@ FIXTURE_TEARDOWN(thrash)
 }
 
 /*
- * memory.stat's @key in @cgroup, read after ra_memcg_flush() of the
+ * memory.stat's @key in @cgroup, read after memcg_flush() of the
  * first @done bytes of @fd, the warm-up's range, which the test is done
  * with.
  */
@@ -142,8 +227,8 @@ static long memcg_stat(struct __test_metadata *_metadata, int fd,
 {
 	long val;
 
-	ASSERT_EQ(0, ra_memcg_flush(fd, 0, done));
-	val = ra_memcg_stat(cgroup, key);
+	ASSERT_EQ(0, memcg_flush(fd, 0, done));
+	val = stat_key(cgroup, key);
 	ASSERT_LE(0, val) TH_LOG("no %s in %s/memory.stat", key, cgroup);
 	return val;
 }
@@ -220,7 +305,7 @@ TEST_F(thrash, refaulting_workingset)
 		for (pass = 0; pass < 2; pass++)
 			ASSERT_EQ((ssize_t)BALLAST,
 				  pread(self->fd_prep, buf, BALLAST, ballast));
-		if (ra_mglru())
+		if (mglru_on())
 			break;
 		active = memcg_stat(_metadata, self->fd_prep, self->rounds_off,
 				    self->cg.root, "active_file");
@@ -232,7 +317,7 @@ TEST_F(thrash, refaulting_workingset)
 		SKIP(return,
 		     "the root memcg counts %ld KiB of active file pages (this test's %ld KiB), under half the %lu KiB ballast: no refault would be recent",
 		     active >> 10,
-		     ra_memcg_stat(self->cg.path, "active_file") >> 10,
+		     stat_key(self->cg.path, "active_file") >> 10,
 		     BALLAST >> 10);
 	restored = memcg_stat(_metadata, self->fd_prep, self->rounds_off,
 			      self->cg.path, "workingset_restore_file");
@@ -264,7 +349,7 @@ TEST_F(thrash, refaulting_workingset)
 	restored = memcg_stat(_metadata, self->fd_prep, self->rounds_off,
 			      self->cg.path, "workingset_restore_file") - restored;
 	ksft_print_msg("refaults: %ld pages restored as working set, of %ld refaulted (%s)\n",
-		       restored, expected, ra_mglru() ? "MGLRU" : "classic LRU");
+		       restored, expected, mglru_on() ? "MGLRU" : "classic LRU");
 	RA_EXPECT_FIGURE(&self->fs, "misses among refaulted working-set hits",
 			 pages / i, "pages per round", bound, SUSPECT,
 			 "%ld pages in %u rounds of 1 miss and %d hits",
