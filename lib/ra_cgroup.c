@@ -29,13 +29,16 @@ static void __attribute__((constructor)) ra_cgroup_main(void)
 
 /*
  * When the main process exits, remove the cgroups of its tests that a
- * test killed before its teardown (a timeout) left; their processes are
- * gone with the test's process group.
+ * test killed before its teardown (a harness timeout) left: their
+ * processes died with the test's process group, and a cgroup empties a
+ * little after its last process has died (up to a second here). A
+ * cgroup whose main process was killed too stays.
  */
 static void __attribute__((destructor)) ra_cgroup_leftovers(void)
 {
-	char root[RA_PATH_LEN], prefix[64], *path;
+	char root[RA_PATH_LEN], prefix[64], path[2 * RA_PATH_LEN];
 	struct dirent *d;
+	int tries;
 	DIR *dp;
 
 	if (getpid() != main_pid || cg_find_unified_root(root, sizeof(root), NULL))
@@ -45,10 +48,9 @@ static void __attribute__((destructor)) ra_cgroup_leftovers(void)
 	while (dp && (d = readdir(dp))) {
 		if (strncmp(d->d_name, prefix, strlen(prefix)))
 			continue;
-		path = cg_name(root, d->d_name);
-		if (path)
-			cg_destroy(path);
-		free(path);
+		snprintf(path, sizeof(path), "%s/%s", root, d->d_name);
+		for (tries = 0; rmdir(path) && errno == EBUSY && tries < 100; tries++)
+			usleep(10000);
 	}
 	if (dp)
 		closedir(dp);

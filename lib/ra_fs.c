@@ -8,18 +8,17 @@
  * LO_FLAGS_AUTOCLEAR, formatted and mounted. The tests the harness forks
  * inherit the namespace and the table of what was made; each sets
  * read_ahead_kb, makes its file, drops it from the page cache and removes
- * it in its teardown. When the binary's last process exits, even by
- * SIGKILL, the mounts go with the namespace and the loop devices detach
- * themselves. An atexit and signal handler puts each loop device's
- * read_ahead_kb back; after a SIGKILL a free loop device may keep another
- * one, which the next user's tests set anyway.
+ * it and puts read_ahead_kb back in its teardown (what a test killed by
+ * a harness timeout left, the main process puts back at exit). When the
+ * binary's last process exits, even by SIGKILL, the mounts go with the
+ * namespace and the loop devices detach themselves; after a SIGKILL a
+ * free loop device may keep the read_ahead_kb a test set.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +71,7 @@ const struct ra_fs_kind ra_erofs_4k = { .type = "erofs", .block_size = 4096 };
 /*
  * What ra_fs_init() made of a kind, in the main process; the tests the
  * harness forks get a copy. @ret and @why: 0, or KSFT_SKIP or -1 and the
- * reason every test of the kind gives; @ra: read_ahead_kb as attached,
- * as a string the signal handler writes back.
+ * reason every test of the kind gives; @ra_kb: read_ahead_kb as attached.
  */
 static struct ra_made {
 	const struct ra_fs_kind *kind;
@@ -82,7 +80,7 @@ static struct ra_made {
 	char dir[RA_PATH_LEN];
 	char bdev[32];
 	char sysfs_ra[2 * RA_PATH_LEN];
-	char ra[24];
+	unsigned long ra_kb;
 } made[RA_KINDS_MAX];
 static int nr_made;
 static pid_t main_pid;
@@ -164,7 +162,7 @@ static bool in_initial_userns(void)
 
 /*
  * Run @argv from PATH and the sbin directories, its output hidden; of its
- * stderr, the last line that says "rror" or "<E>" (mkfs.erofs), else the
+ * stderr, the last line that says "error" or "<E>" (mkfs.erofs), else the
  * first (mkfs.xfs follows its error with its usage), goes to @err.
  * Return: its exit status, 127 when not found, -1 when it cannot run.
  */
@@ -192,7 +190,7 @@ static int run_quiet(char *const argv[], char *err, size_t len)
 	}
 	buf[n > 0 ? n : 0] = '\0';
 	for (line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-		if (!pick || strstr(line, "rror") || strstr(line, "<E>"))
+		if (!pick || strcasestr(line, "error") || strstr(line, "<E>"))
 			pick = line;
 	snprintf(err, len, "%s", pick ? pick : "");
 	if (status == -1)
@@ -234,67 +232,51 @@ static int loop_attach(const char *img, char *bdev, size_t len)
 	return fd;
 }
 
-/* The Debian package that has mkfs.@type. */
-static const char *mkfs_package(const char *type)
-{
-	if (!strcmp(type, "ext4"))
-		return "e2fsprogs";
-	if (!strcmp(type, "xfs"))
-		return "xfsprogs";
-	if (!strcmp(type, "btrfs"))
-		return "btrfs-progs";
-	return strcmp(type, "f2fs") ? "erofs-utils" : "f2fs-tools";
-}
-
 /*
- * mkfs.@type with @bsize-byte blocks on the image @img; for erofs, of the
- * directory @src (chunk-based: a file's holes dedupe to one chunk;
- * erofs-utils before 1.6 take no -b, later ones default to the page size:
- * -b when the first try failed). No discard: the image is sparse. A mkfs
- * that fails is this machine's tool, not the kernel.
+ * mkfs.@type with @bsize-byte blocks on the image @img, without discard
+ * (the image is sparse); for erofs, an image of the directory @src,
+ * chunk-based (a file's holes dedupe to one chunk), with -b, and without
+ * it for erofs-utils before 1.6, which take no -b and make 4 KiB blocks.
+ * A mkfs that fails is this machine's tool, not the kernel.
  * Return: 0, or KSFT_SKIP with @why.
  */
 static int fs_mkfs(const char *type, unsigned long bsize, const char *img,
 		   const char *src, char *why, size_t len)
 {
-	char tool[16], bs[32], opt[32], err[160];
-	const char *argv[10] = { tool, "-q", "-f", "-K", opt, bs, img };
-	int ret, again = 0;
+	char tool[16], bs[32], chunk[32], err[160];
+	const char *argv[10] = { tool, "-q", "-f", "-K" };
+	int ret, n = 4;
 
 	snprintf(tool, sizeof(tool), "mkfs.%s", type);
 	snprintf(bs, sizeof(bs), "%lu", bsize);
-	snprintf(opt, sizeof(opt), "-b");
 	if (!strcmp(type, "xfs")) {
 		snprintf(bs, sizeof(bs), "size=%lu", bsize);
+		argv[n++] = "-b";
 	} else if (!strcmp(type, "btrfs")) {
-		snprintf(opt, sizeof(opt), "-s");
+		argv[n++] = "-s";
 	} else if (!strcmp(type, "ext4")) {
 		argv[2] = "-F";
 		argv[3] = "-Enodiscard,lazy_itable_init=1,lazy_journal_init=1";
-	} else if (!strcmp(type, "f2fs")) {	/* 4 KiB blocks, no option */
+		argv[n++] = "-b";
+	} else if (!strcmp(type, "f2fs")) {	/* 4 KiB blocks */
 		argv[3] = "-t0";
-		argv[4] = img;
-		argv[5] = NULL;
-	}
-	if (src) {
-		snprintf(opt, sizeof(opt), "--chunksize=%lu", bsize);
+	} else {
+		snprintf(chunk, sizeof(chunk), "--chunksize=%lu", bsize);
 		snprintf(bs, sizeof(bs), "-b%lu", bsize);
-		argv[1] = opt;
-		argv[2] = img;
-		argv[3] = src;
-		argv[4] = NULL;
-		argv[5] = NULL;
+		argv[1] = chunk;
+		n = 2;
 	}
-	do {
+	if (strcmp(type, "f2fs"))
+		argv[n++] = bs;
+	argv[n++] = img;
+	argv[n++] = src;
+	ret = run_quiet((char *const *)argv, err, sizeof(err));
+	if (ret && ret != 127 && src && bsize == 4096) {
+		memmove(&argv[2], &argv[3], 3 * sizeof(*argv));
 		ret = run_quiet((char *const *)argv, err, sizeof(err));
-		/* erofs again, with -b */
-		argv[4] = argv[3];
-		argv[3] = argv[2];
-		argv[2] = bs;
-	} while (ret && ret != 127 && src && !again++);
+	}
 	if (ret == 127)
-		snprintf(why, len, "%s not found (install %s)", tool,
-			 mkfs_package(type));
+		snprintf(why, len, "%s not found", tool);
 	else if (ret)
 		snprintf(why, len, "%s for %lu-byte blocks failed (exit %d): %s",
 			 tool, bsize, ret, err[0] ? err : "no message");
@@ -340,14 +322,14 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 		    const char *img)
 {
 	char dev[48];
-	unsigned long ra;
 	int fd, err;
 
 	fd = loop_attach(img, m->bdev, sizeof(m->bdev));
+	err = errno;
 	unlink(img);
 	if (fd < 0) {
 		snprintf(m->why, sizeof(m->why), "no loop device: %s",
-			 strerror(errno));
+			 strerror(err));
 		return KSFT_SKIP;
 	}
 	snprintf(dev, sizeof(dev), "/dev/%s", m->bdev);
@@ -357,21 +339,27 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 		  strcmp(kind->type, "ext4") ? NULL : "noinit_itable")) {
 		err = errno;
 		close(fd);
-		/* No such filesystem, or not with blocks of that size. */
 		snprintf(m->why, sizeof(m->why),
 			 "kernel cannot mount %s with %lu-byte blocks on %u-byte pages: %s",
 			 kind->type, kind->block_size, psize(), strerror(err));
-		return err == ENODEV || err == EINVAL || err == EOPNOTSUPP ?
-			KSFT_SKIP : -1;
+		/*
+		 * No such filesystem, or no large block size support (XFS
+		 * says EINVAL), or none for blocks below the page (btrfs
+		 * before its subpage support): a fresh filesystem of the
+		 * page's block size that does not mount is a failure.
+		 */
+		return err == ENODEV ||
+			(kind->block_size != psize() &&
+			 (err == EINVAL || err == EOPNOTSUPP)) ? KSFT_SKIP : -1;
 	}
 	close(fd);
 	find_sysfs_ra(m, kind->type);
-	if (read_sysfs(m->sysfs_ra, &ra)) {
+	if (read_sysfs(m->sysfs_ra, &m->ra_kb)) {
+		umount2(m->dir, MNT_DETACH);
 		snprintf(m->why, sizeof(m->why), "no read_ahead_kb for %s",
 			 m->bdev);
 		return KSFT_SKIP;
 	}
-	snprintf(m->ra, sizeof(m->ra), "%lu\n", ra);
 	return 0;
 }
 
@@ -381,24 +369,25 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
  */
 static void punch_zeros(int fd)
 {
-	static const char zero[1 << 20];
-	static char buf[sizeof(zero)];
+	static char buf[1 << 20];
 	off_t off = 0, run = -1;
 	ssize_t n = 0;
+	bool zero;
 
 	/* Each run of zero chunks in one punch, where data or EOF ends it. */
 	for (;;) {
 		off_t data = lseek(fd, off, SEEK_DATA);
 
 		n = data < 0 ? 0 : pread(fd, buf, sizeof(buf), data);
-		if (run >= 0 && (n <= 0 || data != off || memcmp(buf, zero, n))) {
+		zero = n > 0 && !buf[0] && !memcmp(buf, buf + 1, n - 1);
+		if (run >= 0 && (n <= 0 || data != off || !zero)) {
 			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				  run, off - run);
 			run = -1;
 		}
 		if (n <= 0)
 			return;
-		if (run < 0 && !memcmp(buf, zero, n))
+		if (run < 0 && zero)
 			run = data;
 		off = data + n;
 	}
@@ -426,38 +415,31 @@ static int fs_make(struct ra_made *m, const struct ra_fs_kind *kind)
 	if (!strcmp(kind->type, "erofs"))
 		return mkdir(RA_SCRATCH "/erofs-src", 0700);
 	fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, RA_IMAGE_SIZE))
+	if (fd < 0)
 		return -1;
-	ret = fs_mkfs(kind->type, kind->block_size, img, NULL, m->why,
-		      sizeof(m->why));
+	ret = ftruncate(fd, RA_IMAGE_SIZE) ? -1 :
+		fs_mkfs(kind->type, kind->block_size, img, NULL, m->why,
+			sizeof(m->why));
 	if (!ret)
 		punch_zeros(fd);
 	close(fd);
-	return ret ? ret : fs_mount(m, kind, img);
+	if (!ret)
+		return fs_mount(m, kind, img);
+	unlink(img);
+	return ret;
 }
 
-/* Put back each loop device's read_ahead_kb, in the main process only. */
+/*
+ * Put back what a test killed before its teardown (a harness timeout)
+ * left as read_ahead_kb, in the main process only.
+ */
 static void put_back_ra(void)
 {
-	int i, fd;
+	int i;
 
-	if (getpid() != main_pid)
-		return;
-	for (i = 0; i < nr_made; i++) {
-		if (!made[i].ra[0])
-			continue;
-		/* On the way out: nothing more to do when it fails. */
-		fd = open(made[i].sysfs_ra, O_WRONLY);
-		if (fd >= 0 && write(fd, made[i].ra, strlen(made[i].ra)))
-			close(fd);
-	}
-}
-
-static void put_back_and_die(int sig)
-{
-	put_back_ra();
-	signal(sig, SIG_DFL);
-	raise(sig);
+	for (i = 0; getpid() == main_pid && i < nr_made; i++)
+		if (!made[i].ret && made[i].ra_kb)
+			write_sysfs(made[i].sysfs_ra, made[i].ra_kb);
 }
 
 /* Why no filesystem can be made here, or NULL. */
@@ -476,7 +458,9 @@ static const char *no_fs(void)
 		return "mounts cannot be made private (a chroot?)";
 	/* Images hold metadata only: at most half of MemAvailable. */
 	snprintf(opts, sizeof(opts), "mode=0700,size=%zuk",
-		 mem_available() / 2048);
+		 mem_available() / 2 >> 10);
+	if (!mem_available())
+		return "no MemAvailable in /proc/meminfo";
 	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0, opts))
 		return "cannot mount a tmpfs on " RA_SCRATCH;
 	return NULL;
@@ -499,7 +483,10 @@ void ra_fs_init(const struct ra_fs_kind *const kinds[])
 	int ret;
 
 	main_pid = getpid();
-	for (; *kinds && nr_made < RA_KINDS_MAX; kinds++) {
+	for (; *kinds; kinds++) {
+		if (nr_made == RA_KINDS_MAX)
+			ksft_exit_fail_msg("more than %d kinds of filesystem\n",
+					   RA_KINDS_MAX);
 		m = &made[nr_made++];
 		m->kind = *kinds;
 		errno = 0;
@@ -512,9 +499,6 @@ void ra_fs_init(const struct ra_fs_kind *const kinds[])
 		m->ret = ret;
 	}
 	atexit(put_back_ra);
-	signal(SIGINT, put_back_and_die);
-	signal(SIGTERM, put_back_and_die);
-	signal(SIGHUP, put_back_and_die);
 }
 
 /**
@@ -545,6 +529,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	snprintf(fs->dir, sizeof(fs->dir), "%s", made[i].dir);
 	snprintf(fs->bdev, sizeof(fs->bdev), "%s", made[i].bdev);
 	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", made[i].sysfs_ra);
+	fs->saved_ra_kb = made[i].ra_kb;
 	if (!strcmp(kind->type, "erofs"))
 		snprintf(fs->dir, sizeof(fs->dir), RA_SCRATCH "/erofs-src");
 	return made[i].ret;
@@ -563,18 +548,23 @@ static int ra_fs_seal(struct ra_fs *fs)
 
 	if (strcmp(fs->type, "erofs"))
 		return 0;
+	if (fs->sealed)
+		return ra_fs_skip(fs, "erofs: one file a test");
 	snprintf(img, sizeof(img), RA_SCRATCH "/erofs.img");
 	ret = fs_mkfs("erofs", fs->block_size, img, fs->dir, fs->why,
 		      sizeof(fs->why));
-	if (ret)
+	if (ret) {
+		unlink(img);
 		return ret;
+	}
 	snprintf(m.dir, sizeof(m.dir), RA_SCRATCH "/erofs-%lu", fs->block_size);
 	ret = fs_mount(&m, &ra_erofs_4k, img);
 	snprintf(fs->why, sizeof(fs->why), "%s", m.why);
 	snprintf(fs->dir, sizeof(fs->dir), "%s", m.dir);
 	snprintf(fs->bdev, sizeof(fs->bdev), "%s", m.bdev);
 	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", m.sysfs_ra);
-	snprintf(fs->saved_ra, sizeof(fs->saved_ra), "%s", m.ra);
+	fs->saved_ra_kb = m.ra_kb;
+	fs->sealed = !ret;
 	return ret;
 }
 
@@ -584,7 +574,7 @@ static int ra_fs_seal(struct ra_fs *fs)
  * @kb: read_ahead_kb in KiB
  *
  * A file opened afterwards gets ra_pages of @kb. Each test sets its own;
- * the value attached with is put back when the binary exits.
+ * ra_teardown() puts back the value the device was attached with.
  *
  * Return: 0; KSFT_SKIP with @fs->why set when it cannot be written.
  */
@@ -750,9 +740,9 @@ int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
  * @size: length of @map in bytes
  * @fd: descriptor of the test file, or -1
  *
- * Unmaps @map, closes @fd and removes the test file; on erofs unmounts
- * the image made of it, its loop device's read_ahead_kb put back first.
- * Undoes each thing once.
+ * Unmaps @map, closes @fd, puts the disk's read_ahead_kb back, removes
+ * the test file and, on erofs, unmounts the image made of it. Undoes
+ * each thing once.
  */
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
 {
@@ -760,11 +750,12 @@ void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
 		munmap(map, size);
 	if (fd >= 0)
 		close(fd);
-	if (fs->saved_ra[0]) {
-		write_sysfs(fs->sysfs_ra, strtoul(fs->saved_ra, NULL, 10));
+	if (fs->ra_kb && fs->saved_ra_kb)
+		write_sysfs(fs->sysfs_ra, fs->saved_ra_kb);
+	fs->ra_kb = 0;
+	if (fs->sealed)
 		umount2(fs->dir, MNT_DETACH);
-		fs->saved_ra[0] = '\0';
-	}
+	fs->sealed = false;
 	if (fs->file[0])
 		unlink(fs->file);
 	fs->file[0] = '\0';

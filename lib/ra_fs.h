@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "kselftest.h"
+
 /* Room for the paths a test uses (mount points, sysfs attributes). */
 #define RA_PATH_LEN		256
 
@@ -41,7 +43,8 @@ struct ra_fs_kind {
  * @max_folio: largest page cache folio of the test file in bytes, 0 when
  *	no smaller than a PMD (struct ra_fs_kind's @max_folio_blocks)
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
- * @saved_ra: erofs: its per-test loop device's read_ahead_kb to put back
+ * @saved_ra_kb: read_ahead_kb the device was attached with, in KiB
+ * @sealed: erofs: the image made of the test file is mounted at @dir
  * @file: path of the test file, removed on teardown
  * @why: one-line reason when setup returned KSFT_SKIP or failed
  */
@@ -54,7 +57,8 @@ struct ra_fs {
 	unsigned long page_size;
 	unsigned long max_folio;
 	unsigned long ra_kb;
-	char saved_ra[24];
+	unsigned long saved_ra_kb;
+	bool sealed;
 	char file[2 * RA_PATH_LEN];
 	char why[4 * RA_PATH_LEN];
 };

@@ -11,13 +11,14 @@
 # patch adds the variants of a test that need a fix) and the lib's
 # functions, types and macros they use, so that a helper goes in with its
 # first user; the first patch adds the "readahead" category, the helpers
-# every test uses and the MAINTAINERS lines (under PAGE CACHE) for its
-# files, and no test.
+# its first test uses and the MAINTAINERS lines (under PAGE CACHE) for
+# its files, with that test.
 #
 # Then checks each series as a maintainer would: checkpatch.pl --strict on
 # every patch; git am on a clean checkout of the pristine tree (a fix
 # series on the tree with the first series applied, and on the series
-# before it applied in order), the result equal to the generated
+# before it applied in order, the lists of the Makefile and run_vmtests.sh
+# merged as a union), the result equal to the generated
 # branch; each test source, in the last series that touches it, equal
 # to ours; the mm selftests of each series built with W=1
 # warnings, none in our files, and every test of the series built; the
@@ -272,6 +273,9 @@ if [ -s "$work/internal.log" ]; then
 	head -10 "$work/internal.log"
 fi
 
+printf '%s merge=union\n' tools/testing/selftests/mm/Makefile \
+	tools/testing/selftests/mm/run_vmtests.sh > "$(git rev-parse --git-dir)/info/attributes"
+
 # git am on a clean checkout of the pristine tree; a fix series on the
 # first series applied there, and on the series before it applied in
 # order (a maintainer may take them one after the other or pick one).
@@ -295,7 +299,10 @@ for i in "${!names[@]}"; do
 	[ "$i" -ge 2 ] || continue
 	git checkout -q -f -B "stack-$s" "$([ "$i" = 2 ] && echo "am-${names[1]}" || echo "stack-${names[$((i - 1))]}")"
 	git clean -q -fdx
-	if ! git am -q "${patches[@]}" > "$work/am.log" 2>&1; then
+	# The Makefile and run_vmtests.sh name each test: two series adding
+	# tests next to each other touch the same lines there, and a
+	# maintainer keeps both sides' (a union merge, git am -3).
+	if ! git am -q -3 "${patches[@]}" > "$work/am.log" 2>&1; then
 		fail "git am of $s on the series before it: $(git diff --name-only --diff-filter=U | paste -sd ' ')"
 		head -5 "$work/am.log"
 		git am --abort 2> /dev/null || true

@@ -366,9 +366,10 @@ the harness forks inherit them. mkfs runs once per kind, not per test:
 under TCG, where robots boot kernels they cannot run natively,
 mkfs.xfs writing its 64 MiB log took 0.33 s of a test's 0.45 s floor.
 What tests share is the filesystem's metadata and caches: each gets a
-new file, opened cold and checked, and sets its own read_ahead_kb; an
-atexit and signal handler of the main process puts each loop device's
-back (after a SIGKILL a free loop device may keep another one). The
+new file, opened cold and checked, and sets its own read_ahead_kb,
+which its teardown puts back (the main process at exit, after a test a
+harness timeout killed; after a SIGKILL a free loop device may keep
+another one). The
 kinds are ext4, XFS of several block sizes (min folio orders), and
 for the tests another filesystem can change, btrfs, whose files are
 read through a bdi of its own (ra_pages at mount 128 KiB times its
