@@ -343,14 +343,13 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 			 "kernel cannot mount %s with %lu-byte blocks on %u-byte pages: %s",
 			 kind->type, kind->block_size, psize(), strerror(err));
 		/*
-		 * No such filesystem, or no large block size support (XFS
-		 * says EINVAL), or none for blocks below the page (btrfs
-		 * before its subpage support): a fresh filesystem of the
-		 * page's block size that does not mount is a failure.
+		 * No such filesystem, or blocks not of the page size: no large
+		 * block size support (EINVAL, ENOSYS before 6.12) or none for
+		 * blocks below the page (btrfs before its subpage support). A
+		 * fresh filesystem of the page's block size must mount.
 		 */
-		return err == ENODEV ||
-			(kind->block_size != psize() &&
-			 (err == EINVAL || err == EOPNOTSUPP)) ? KSFT_SKIP : -1;
+		return err == ENODEV || kind->block_size != psize() ?
+			KSFT_SKIP : -1;
 	}
 	close(fd);
 	find_sysfs_ra(m, kind->type);
