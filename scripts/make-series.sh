@@ -274,7 +274,7 @@ if [ -s "$work/internal.log" ]; then
 fi
 
 printf '%s merge=union\n' tools/testing/selftests/mm/Makefile \
-	tools/testing/selftests/mm/run_vmtests.sh > "$(git rev-parse --git-dir)/info/attributes"
+	tools/testing/selftests/mm/run_vmtests.sh > "$(git rev-parse --absolute-git-dir)/info/attributes"
 
 # git am on a clean checkout of the pristine tree; a fix series on the
 # first series applied there, and on the series before it applied in
