@@ -331,24 +331,32 @@ def lib_units():
     return out
 
 
-def needed(libs, roots):
-    """The (file, unit index) pairs that roots need, transitively."""
+def needed(libs, roots, where=None):
+    """The (file, unit index) pairs that roots need, transitively. A
+    static definition is seen from its own file only; a file's own
+    definition of a name comes before another file's."""
     by_name = {}
-    for f, (_, us) in libs.items():
+    for f, (lines, us) in libs.items():
         for k, u in enumerate(us):
-            for name in u[3]:
-                by_name.setdefault(name, []).append((f, k))
-    keep, todo = set(), list(roots)
+            local = lines[u[0]:u[1] + 1]
+            static = f.endswith('.c') and \
+                any(ln.startswith('static ') for ln in local)
+            # A GNU attribute is not a name a unit defines.
+            for name in u[3] - {'__attribute__'}:
+                by_name.setdefault(name, []).append((f, k, static))
+    keep, todo = set(), [(where, name) for name in roots]
     seen = set()
     while todo:
-        name = todo.pop()
-        if name in seen:
+        where, name = todo.pop()
+        if (where, name) in seen:
             continue
-        seen.add(name)
-        for f, k in by_name.get(name, []):
+        seen.add((where, name))
+        defs = by_name.get(name, [])
+        own = [d for d in defs if d[0] == where]
+        for f, k, _ in own or [d for d in defs if not d[2]]:
             if (f, k) not in keep:
                 keep.add((f, k))
-                todo.extend(libs[f][1][k][4])
+                todo.extend((f, ref) for ref in libs[f][1][k][4])
     return keep
 
 
@@ -437,15 +445,25 @@ def stage(dest, specs):
         if not patched(t):
             common = used if common is None else common & used
     allk = needed(libs, every)
+    # A constructor or destructor runs with its file: it comes with the
+    # file's first helper a test uses, never alone.
+    hooks = {(f, k) for f, (lines, us) in libs.items()
+             for k, u in enumerate(us)
+             if re.search(r'__attribute__\(\((con|de)structor',
+                          '\n'.join(lines[u[0]:u[1] + 1]))}
     # What no test uses (nothing would ever bring it in) stays throughout.
     for f, (_, us) in libs.items():
         for k, u in enumerate(us):
-            if (f, k) not in allk:
+            if (f, k) not in allk and (f, k) not in hooks:
                 roots |= u[3]
     keep = needed(libs, roots)
     # The category: what every test uses, directly or through the helpers
     # it calls, in every stage (a stage of mm's own test alone too).
     keep |= common or set()
+    files = {f for f, k in keep if (f, k) in allk}
+    for f, k in hooks:
+        if f in files:
+            keep |= {(f, k)} | needed(libs, libs[f][1][k][4], f)
     for f, (lines, us) in libs.items():
         idx = {k for g, k in keep if g == f}
         if has_api(us, idx, {k for g, k in allk if g == f}):
