@@ -333,8 +333,8 @@ def lib_units():
 
 def needed(libs, roots, where=None):
     """The (file, unit index) pairs that roots need, transitively. A
-    static definition is seen from its own file only; a file's own
-    definition of a name comes before another file's."""
+    static definition is seen from its own file only, and hides the
+    others of its name there."""
     by_name = {}
     for f, (lines, us) in libs.items():
         for k, u in enumerate(us):
@@ -352,7 +352,7 @@ def needed(libs, roots, where=None):
             continue
         seen.add((where, name))
         defs = by_name.get(name, [])
-        own = [d for d in defs if d[0] == where]
+        own = [d for d in defs if d[0] == where and d[2]]
         for f, k, _ in own or [d for d in defs if not d[2]]:
             if (f, k) not in keep:
                 keep.add((f, k))
