@@ -402,9 +402,7 @@ Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a
 debug kernel (KASAN, lockdep) under emulation finishes them. The whole
 category runs in seconds on a host and in a few minutes under TCG,
-well within mm's settings timeout.
-
-No test yet: the category runs nothing."""
+well within mm's settings timeout."""
 
 
 def plan_of(series):
@@ -555,10 +553,11 @@ Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
 blocks, so that filesystems with a min folio order are covered; btrfs,
 with a bdi of its own, and f2fs, with order-0 folios, in advice,
 random_reader, read_around, sticky_miss and window; erofs in
-exec_mapping's stays_in_vma; one per kind, shared by the tests of a
-binary in turn), drops its file from the page cache,
-faults it in through a mapping in a fixed pattern, and bounds either the major faults it takes (ru_majflt)
-or the pages it brings into the page cache (cachestat(), mincore()).
+exec_mapping's stays_in_vma; one per kind, made by the binary's main()
+and shared by its tests), drops its file from the page cache, faults it
+in through a mapping in a fixed pattern, and bounds either the major
+faults it takes (ru_majflt) or the pages it brings into the page cache
+(cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
 size) and lies far from the figures of healthy and broken kernels, which
 each changelog gives; no verdict depends on timing. A walk stops once
@@ -599,9 +598,9 @@ REVIEW_NOTES = [
     'cases, calls it too): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
     'leaves no mount, file or loop device behind a killed test.',
-    'The Makefile builds every readahead_*.c and run_vmtests.sh runs every '
-    'readahead_* binary: the series that follow, each with its fix, then '
-    'apply in any order without touching either.',
+    'The Makefile and run_vmtests.sh name each test: the series that '
+    'follow, each with its fix, touch the same lists, and stacked in '
+    'another order they need those lines merged by hand.',
     'Harness timeouts are the default 30 s, or ten times a case\'s '
     'slowest run under TCG where that is longer, so that emulated debug '
     'kernels (KASAN, lockdep under TCG) finish every case.',
