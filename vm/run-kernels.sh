@@ -158,15 +158,17 @@ inputs_common() {
 }
 
 # The inputs of a validation kernel's column that are not a test: the
-# common ones, its image, its build's runner files and, for another
-# architecture, its guest root's file list.
+# common ones, its image, its build's runner files (not the patch series
+# make-series.sh leaves there) and, for another architecture, its guest
+# root's file list.
 column_inputs() {
 	local col=$1 root
 
 	echo "$common"
 	sha256sum < "${image[$col]}"
 	(cd "$(build_of "$col")" && find . -type f ! -name '*.o' ! -name '*.c' \
-		! -path './readahead_*' ! -path './prctl_thp_disable' -print0 |
+		! -path './readahead_*' ! -path './prctl_thp_disable' \
+		! -path './series/*' -print0 |
 		sort -z | xargs -0 sha256sum)
 	case $col in
 	*-arm64*)
