@@ -55,9 +55,8 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 # ARCH is the kernel's name of the architecture the tests are built for
 # (x86, arm64, powerpc; uname's and Debian's names are taken too).
 # Another one than the machine's is cross-compiled (CROSS_COMPILE, the
-# Debian triplet by default) and linked statically, against libcap.a of
-# that architecture's libcap-dev from the machine's Debian release, so
-# that the binaries run in any guest userland.
+# Debian triplet by default) and linked statically, so that the binaries
+# run in any guest userland.
 karch = $(strip $(patsubst x86_64,x86,$(patsubst amd64,x86,$(patsubst aarch64,arm64, \
 	$(patsubst ppc64le,powerpc,$(patsubst ppc64el,powerpc,$(1)))))))
 HOST_ARCH := $(call karch,$(shell uname -m))
@@ -123,9 +122,6 @@ ifneq ($(wildcard $(KHDR)/asm/ldt.h),)
 $(error $(KHDR) holds x86 headers: run "make ARCH=$(ARCH) headers" in the tree)
 endif
 endif
-ifneq ($(ARCH),$(HOST_ARCH))
-CAP_ROOT := $(CACHE)/libcap-$(DEB_ARCH)
-endif
 VM_UTIL := $(KSFT_DIR)/mm/vm_util.c
 # The cgroup selftests' library, as other selftests link it (libcgroup.mk).
 CG_UTIL := $(KSFT_DIR)/cgroup/lib/cgroup_util.c
@@ -144,11 +140,9 @@ KSFT_CFLAGS := -D_GNU_SOURCE= -I $(KSFT_DIR) -I $(KSFT_DIR)/mm \
 # lets the kill matrix know a run's inputs (vm/run-kernels.sh --reuse).
 PATH_MAP := -ffile-prefix-map=$(TOP)=.
 CFLAGS += -Wall -Wextra -Werror $(KSFT_CFLAGS) -I $(TOP)/lib $(PATH_MAP)
-LDLIBS += -lcap -lpthread
-ifneq ($(CAP_ROOT),)
-CFLAGS += -isystem $(CAP_ROOT)/usr/include
-LDFLAGS += -static -L $(CAP_ROOT)/usr/lib/$(CROSS_TRIPLET)
-CAP_STAMP := $(CAP_ROOT)/.extracted
+LDLIBS += -lpthread
+ifneq ($(ARCH),$(HOST_ARCH))
+LDFLAGS += -static
 endif
 # vm_util.c and cgroup_util.c are the tree's, built with mm's own
 # warnings (-Wall).
@@ -173,7 +167,7 @@ $(OUTPUT)/cgroup_util.o: $(CG_UTIL) $(CG_INC)/cgroup_util.h
 # One rule for every test: its source, the lib and vm_util.o; the tests of
 # CG_TESTS add ra_cgroup.c and cgroup_util.o (and the cgroup headers).
 $(OUTPUT)/%: $(TOP)/selftests-mm/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
-	     $(KSFT_DIR)/kselftest_harness.h $(CAP_STAMP)
+	     $(KSFT_DIR)/kselftest_harness.h
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 $(CG_BINS): $(CG_LIB) $(CG_HDRS) $(OUTPUT)/cgroup_util.o
@@ -194,22 +188,10 @@ $(OUTPUT)/hugepage_settings.o: $(KSFT_DIR)/mm/hugepage_settings.c \
 	$(CC) $(VM_UTIL_CFLAGS) -c -o $@ $<
 
 $(PATCHED_BINS): $(OUTPUT)/%: $(OUTPUT)/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
-		 $(OUTPUT)/hugepage_settings.o $(KSFT_DIR)/kselftest_harness.h \
-		 $(CAP_STAMP)
+		 $(OUTPUT)/hugepage_settings.o $(KSFT_DIR)/kselftest_harness.h
 	$(CC) $(VM_UTIL_CFLAGS) -I $(KSFT_DIR)/mm -I $(TOP)/lib \
-		$(if $(CAP_ROOT),-isystem $(CAP_ROOT)/usr/include) $(LDFLAGS) \
+		$(LDFLAGS) \
 		-o $@ $(filter %.c %.o,$^) $(LDLIBS)
-
-# libcap-dev of the target architecture, extracted (once) beside the cache.
-$(CAP_STAMP):
-	set -e; mkdir -p $(CACHE); exec 9> $(CAP_ROOT).lock; flock 9; \
-	[ ! -f $@ ] || exit 0; deb=$$($(TOP)/vm/debian-apt.sh --suite \
-		$$(. /etc/os-release && echo $$VERSION_CODENAME) \
-		download libcap-dev:$(DEB_ARCH)) || exit 3; \
-	tmp=$$(mktemp -d $(CAP_ROOT).XXXXXX); \
-	trap 'rm -rf "$$tmp"' EXIT; dpkg-deb -x "$$deb" "$$tmp"; \
-	touch "$$tmp/.extracted"; chmod 0755 "$$tmp"; \
-	rm -rf $(CAP_ROOT); mv -T "$$tmp" $(CAP_ROOT)
 
 $(OUTPUT)/run-suite.sh: $(TOP)/scripts/run-suite.sh
 	@mkdir -p $(OUTPUT)
@@ -299,8 +281,8 @@ $(SRC_STAMP):
 	rm -rf $(SRC_CACHE); mv -T "$$tmp" $(SRC_CACHE)
 
 $(SRC_CACHE)/usr/include/linux/fs.h $(SRC_CACHE)/scripts/checkpatch.pl: $(SRC_STAMP)
-ifneq ($(CAP_ROOT),)
-$(OUTPUT)/vm_util.o $(OUTPUT)/cgroup_util.o $(OUTPUT)/hugepage_settings.o: $(CAP_STAMP) $(SRC_STAMP)
+ifneq ($(ARCH),$(HOST_ARCH))
+$(OUTPUT)/vm_util.o $(OUTPUT)/cgroup_util.o $(OUTPUT)/hugepage_settings.o: $(SRC_STAMP)
 endif
 ifeq ($(KSFT_FROM_PACKAGE),1)
 $(addprefix $(KSFT_DIR)/,kselftest_harness.h mm/vm_util.c mm/vm_util.h \
@@ -328,7 +310,7 @@ run_tests: all
 # What the build and run_tests need: "make deps run_tests" (or "make
 # deps all", for this machine's ARCH) installs only these; "make deps"
 # with any other goal, or alone, installs DEBS, what any target needs.
-RUN_DEBS := gcc make libc6-dev libcap-dev patch perl util-linux mount procps xz-utils \
+RUN_DEBS := gcc make libc6-dev patch perl util-linux mount procps xz-utils \
 	e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils
 DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod dash \

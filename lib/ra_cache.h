@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Page cache probes of the mmap readahead selftests (ra_cache.c):
- * residency and major fault counts, page walks that stop once a bound is
- * exceeded, dropping ranges, the figure line and its check, and the
- * fixed pseudo-random patterns.
+ * Page cache probes of the mmap readahead selftests (ra_cache.c), the
+ * figure line and its check, and a reader's state past MMAP_LOTSAMISS.
  */
 #ifndef __RA_CACHE_H__
 #define __RA_CACHE_H__
@@ -18,22 +16,16 @@
 /*
  * MMAP_LOTSAMISS of mm/filemap.c (100 in 7.3): past this many more misses
  * than hits on a struct file, its faults get no read-around. That there
- * is such a limit is what programs see (a reader faulting at random
- * stops paying for windows it never uses); its value is not, and no
- * interface exposes it: it is copied, and the tests that build a
- * reader's state past it say so when they fail. The random phases that
- * pass it by only 10 (RA_THRASH_FAULTS, random_reader's warm-up) stop
- * passing it if it grows past 110, and their tests then fail as if the
- * gate were gone; the others pass it three times over.
+ * is such a limit is what programs see (a random reader stops paying for
+ * windows it never uses); its value is not, and no interface exposes it.
+ * Random phases pass it three times over, but those of the tests that
+ * count hits wrongly taken back (RA_THRASH_FAULTS, random_reader's
+ * warm-up): each fault past the limit is one more such hit a broken
+ * kernel must take before its test sees read-around come back.
  */
 #define RA_MMAP_LOTSAMISS	100
 
-/*
- * The largest folio forced THP readahead (VM_HUGEPAGE) builds, whatever
- * the PMD size: 2 MiB since "mm: use mapping_max_folio_order() for
- * force_thp_readahead order" (7.3), by a code comment of
- * do_sync_mmap_readahead() that advice's madv_hugepage_2m makes a test.
- */
+/* The largest folio forced THP readahead (VM_HUGEPAGE) builds: 2 MiB. */
 #define RA_THP_FOLIO_MAX	(2UL << 20)
 
 /* Most faults ra_random_phase() takes. */
@@ -71,24 +63,20 @@ long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
 long ra_thrash_bound(const struct ra_fs *fs);
 char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);
-long ra_cachestat(int fd, size_t off, size_t len);
 long ra_cached_pages(int fd, const char *map, size_t off, size_t len);
 long ra_uncached_pages(int fd, const char *map, size_t off, size_t len);
 void ra_drop_range(int fd, const char *map, size_t off, size_t len);
 
 #ifdef __KSELFTEST_HARNESS_H
 /**
- * RA_EXPECT_FIGURE() - print a figure and check it against its bound
+ * RA_EXPECT_FIGURE() - print a figure (ra_figure()) and check its bound
  * @fs: filesystem the figure was measured on
  * @what: what was measured
  * @measured: the figure, in @unit
  * @unit: unit of @measured and @bound
- * @bound: the test's bound: the test fails when @measured is above it
- * @suspect: the mechanism a figure above @bound points to
+ * @bound: the test fails when @measured is above it
+ * @suspect: the mechanism a figure above @bound points to, printed then
  * @fmt: printf format of the figure's note, with its arguments
- *
- * Prints the figure line of ra_figure(); above the bound, marks the test
- * failed and adds a line "suspected: <@suspect>".
  */
 #define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
 	do {								\
@@ -124,10 +112,9 @@ static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
 }
 
 /*
- * A thrashing reader's state (ra_assert_thrashing()): the file opened
- * cold at read_ahead_kb RA_THRASH_WARM_KB, RA_THRASH_FAULTS single-page
- * faults RA_THRASH_SPACING apart (no page cache folio is larger, no
- * read-around window wider), then read_ahead_kb RA_THRASH_KB.
+ * A thrashing reader (ra_assert_thrashing()): opened at RA_THRASH_WARM_KB,
+ * RA_THRASH_FAULTS faults RA_THRASH_SPACING apart (wider than any folio
+ * or read-around window), then read_ahead_kb RA_THRASH_KB.
  */
 #define RA_THRASH_FAULTS	(RA_MMAP_LOTSAMISS + 10)
 #define RA_THRASH_SPACING	(2UL << 20)
@@ -142,12 +129,10 @@ static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
  * @map: mapping of the file from offset 0, RA_THRASH_FAULTS *
  *	RA_THRASH_SPACING bytes or more
  *
- * ra_assert_random_phase(), so that mmap_miss passes MMAP_LOTSAMISS at
- * the cost of small reads; then read_ahead_kb RA_THRASH_KB, copied into
- * the struct file by POSIX_FADV_NORMAL (mmap_miss stays); then the
- * faulted range is dropped from the page cache. From here each fault
- * should read only the folio it needs, whatever it hits: ra_thrash_bound()
- * per fault.
+ * mmap_miss past MMAP_LOTSAMISS at the cost of small reads, then the
+ * window widened to RA_THRASH_KB (POSIX_FADV_NORMAL copies it into the
+ * struct file; mmap_miss stays) and the faulted range dropped. From here
+ * a fault should read the folio it needs: ra_thrash_bound() per fault.
  */
 static inline void ra_assert_thrashing(struct __test_metadata *_metadata,
 				       struct ra_fs *fs, int fd,

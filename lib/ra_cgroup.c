@@ -80,8 +80,7 @@ static void __attribute__((destructor)) ra_cgroup_leftovers(void)
 int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		    const char *controller)
 {
-	char *root = cg->root, self[2 * RA_PATH_LEN], *rel;
-	FILE *f;
+	char *root = cg->root;
 
 	memset(cg, 0, sizeof(*cg));
 	if (cg_find_unified_root(root, sizeof(cg->root), NULL))
@@ -94,20 +93,6 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 		return ra_fs_skip(fs,
 				  "cgroup v2 %s controller not enabled in %s/cgroup.subtree_control",
 				  controller, root);
-	/* Where this process is now: the "0::<path>" line. */
-	f = fopen("/proc/self/cgroup", "re");
-	if (!f)
-		return ra_fs_fail(fs, "reading /proc/self/cgroup");
-	rel = NULL;
-	while (!rel && fgets(self, sizeof(self), f))
-		if (!strncmp(self, "0::", 3))
-			rel = self + 3;
-	fclose(f);
-	if (!rel)
-		return ra_fs_skip(fs, "this process is in no cgroup v2");
-	rel[strcspn(rel, "\n")] = '\0';
-	snprintf(cg->home, sizeof(cg->home), "%s%s", root,
-		 strcmp(rel, "/") ? rel : "");
 	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d.%d", root,
 		 main_pid, getpid());
 	if (cg_create(cg->path)) {
@@ -125,16 +110,17 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg,
 }
 
 /**
- * ra_cgroup_leave() - go back to the original cgroup and remove the new one
+ * ra_cgroup_leave() - move to the root cgroup and remove the test's
  * @cg: cgroup from ra_cgroup_enter(), or zeroed
  *
- * The page cache charged to the cgroup moves to its parent on removal.
+ * Called as the test ends. The page cache charged to the cgroup moves to
+ * its parent on removal.
  */
 void ra_cgroup_leave(struct ra_cgroup *cg)
 {
 	if (!cg->path[0])
 		return;
-	cg_enter_current(cg->home);
+	cg_enter_current(cg->root);
 	rmdir(cg->path);
 	cg->path[0] = '\0';
 }

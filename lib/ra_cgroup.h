@@ -13,14 +13,12 @@
  * struct ra_cgroup - a cgroup v2 a test runs in, created for it
  * @root: the cgroup v2 root directory
  * @path: the cgroup's directory, "" when none was created
- * @home: the cgroup the test came from, to go back to
  * @dev: "major:minor" of the disk whose reads the test holds in io.max,
  *	or ""
  */
 struct ra_cgroup {
 	char root[RA_PATH_LEN];
 	char path[2 * RA_PATH_LEN];
-	char home[4 * RA_PATH_LEN];
 	char dev[32];
 };
 

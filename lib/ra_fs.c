@@ -4,15 +4,15 @@
  *
  * main() calls ra_fs_init() before test_harness_run(): in a private mount
  * namespace it mounts a tmpfs over /tmp and, for each kind of filesystem
- * the binary's tests use, a sparse image there on a loop device with
- * LO_FLAGS_AUTOCLEAR, formatted and mounted. The tests the harness forks
- * inherit the namespace and the table of what was made; each sets
- * read_ahead_kb, makes its file, drops it from the page cache and removes
- * it and puts read_ahead_kb back in its teardown (what a test killed by
- * a harness timeout left, the main process puts back at exit). When the
- * binary's last process exits, even by SIGKILL, the mounts go with the
- * namespace and the loop devices detach themselves; after a SIGKILL a
- * free loop device may keep the read_ahead_kb a test set.
+ * the binary's tests use, makes a sparse image there, formats it and
+ * mounts it from a loop device with LO_FLAGS_AUTOCLEAR. The forked tests
+ * inherit the mounts and the table of what was made. Each test sets
+ * read_ahead_kb, makes its file and drops it from the page cache; its
+ * teardown removes the file and puts read_ahead_kb back (what a test
+ * killed by a harness timeout left, the main process puts back at exit).
+ * When the binary's last process exits, even by SIGKILL, the mounts go
+ * with the namespace and the loop devices detach; after a SIGKILL a free
+ * loop device may keep the read_ahead_kb a test set.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -25,7 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/loop.h>
-#include <sys/capability.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -42,36 +41,24 @@ const struct ra_fs_kind ra_xfs_4k = { .type = "xfs", .block_size = 4096 };
 const struct ra_fs_kind ra_xfs_16k = { .type = "xfs", .block_size = 16384 };
 const struct ra_fs_kind ra_xfs_32k = { .type = "xfs", .block_size = 32768 };
 const struct ra_fs_kind ra_xfs_64k = { .type = "xfs", .block_size = 65536 };
-/*
- * btrfs tracks the blocks of a folio in bitmaps of an unsigned long
- * (BTRFS_MAX_BLOCKS_PER_FOLIO; 512 blocks with CONFIG_BTRFS_EXPERIMENTAL,
- * where this undercounts); f2fs builds large folios for immutable files
- * only, and the test file is not.
- */
-const struct ra_fs_kind ra_btrfs_4k = {
-	.type = "btrfs", .block_size = 4096, .max_folio_blocks = 8 * sizeof(long)
-};
-
-const struct ra_fs_kind ra_f2fs_4k = {
-	.type = "f2fs", .block_size = 4096, .max_folio_blocks = 1
-};
-
+/* btrfs: BTRFS_MAX_BLOCKS_PER_FOLIO; f2fs: large folios if immutable */
+const struct ra_fs_kind ra_btrfs_4k = { "btrfs", 4096, 8 * sizeof(long) };
+const struct ra_fs_kind ra_f2fs_4k = { "f2fs", 4096, 1 };
 const struct ra_fs_kind ra_erofs_4k = { .type = "erofs", .block_size = 4096 };
 
-/* Apparent size of a sparse image; the test files are holes. */
-#define RA_IMAGE_SIZE		(2ULL << 30)
+#define RA_IMAGE_SIZE		(2ULL << 30)	/* sparse; test files are holes */
 #define RA_SCRATCH		"/tmp"
 #define RA_KINDS_MAX		8
 /* The largest test file on erofs: mkfs.erofs reads all of a file. */
 #define RA_EROFS_MAX		(128UL << 20)
-
+#define RA_MKFS	"PATH=/usr/sbin:/sbin:$PATH mkfs.%s %s %s %s 2>&1 >/dev/null"
 #define RA_FMT_FILE \
-	"%s on %s%s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
+	"%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
 
 /*
- * What ra_fs_init() made of a kind, in the main process; the tests the
- * harness forks get a copy. @ret and @why: 0, or KSFT_SKIP or -1 and the
- * reason every test of the kind gives; @ra_kb: read_ahead_kb as attached.
+ * What ra_fs_init() made of a kind, in the main process; the forked tests
+ * get a copy. @ret and @why: 0, or KSFT_SKIP or -1 and the reason each
+ * test of the kind gives; @ra_kb: read_ahead_kb as attached.
  */
 static struct ra_made {
 	const struct ra_fs_kind *kind;
@@ -130,78 +117,56 @@ int ra_fs_fail(struct ra_fs *fs, const char *what)
 	return -1;
 }
 
-static bool have_cap_sys_admin(void)
-{
-	cap_flag_value_t val = CAP_CLEAR;
-	cap_t caps = cap_get_proc();
-
-	if (!caps)
-		return false;
-	if (cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &val))
-		val = CAP_CLEAR;
-	cap_free(caps);
-	return val == CAP_SET;
-}
-
 /*
- * Loop devices and block device mounts take CAP_SYS_ADMIN in the initial
- * user namespace, whose uid_map is the identity over all 2^32 ids.
+ * mkfs.@type with @bsize-byte blocks on the image @img, without discard
+ * (the image is sparse); erofs: an image of the directory @src,
+ * chunk-based (a file's holes dedupe to one chunk), and for 4 KiB blocks
+ * again without -b, which erofs-utils before 1.6 do not take. Its output
+ * is hidden; of its stderr the last line saying "error" or "<E>", else
+ * the first, goes into @why. A mkfs that fails is this machine's tool,
+ * not the kernel. Return: 0, or KSFT_SKIP with @why.
  */
-static bool in_initial_userns(void)
+static int fs_mkfs(const char *type, unsigned long bsize, const char *img,
+		   const char *src, char *why, size_t len)
 {
-	unsigned long inside, outside, count;
-	FILE *f = fopen("/proc/self/uid_map", "re");
-	int n;
+	char opts[96], cmd[3 * RA_PATH_LEN], line[160], err[160] = "";
+	int ret, again = !strcmp(type, "erofs") && bsize == 4096;
+	FILE *p;
 
-	if (!f)
-		return true;
-	n = fscanf(f, "%lu %lu %lu", &inside, &outside, &count);
-	fclose(f);
-	return n == 3 && !inside && !outside && count == 4294967295UL;
-}
-
-/*
- * Run @argv from PATH and the sbin directories, its output hidden; of its
- * stderr, the last line that says "error" or "<E>" (mkfs.erofs), else the
- * first (mkfs.xfs follows its error with its usage), goes to @err.
- * Return: its exit status, 127 when not found, -1 when it cannot run.
- */
-static int run_quiet(char *const argv[], char *err, size_t len)
-{
-	int status = -1, efd = memfd_create("ra-stderr", MFD_CLOEXEC);
-	char buf[4096], *line, *pick = NULL;
-	ssize_t n = 0;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, STDOUT_FILENO);
-		dup2(efd >= 0 ? efd : null, STDERR_FILENO);
-		setenv("PATH", "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin", 1);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	if (pid > 0 && waitpid(pid, &status, 0) != pid)
-		status = -1;
-	if (efd >= 0) {
-		n = pread(efd, buf, sizeof(buf) - 1, 0);
-		close(efd);
-	}
-	buf[n > 0 ? n : 0] = '\0';
-	for (line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-		if (!pick || strcasestr(line, "error") || strstr(line, "<E>"))
-			pick = line;
-	snprintf(err, len, "%s", pick ? pick : "");
-	if (status == -1)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	if (!strcmp(type, "xfs"))
+		snprintf(opts, sizeof(opts), "-q -f -K -b size=%lu", bsize);
+	else if (!strcmp(type, "ext4"))
+		snprintf(opts, sizeof(opts), "-q -F -b %lu -E %s", bsize,
+			 "nodiscard,lazy_itable_init=1,lazy_journal_init=1");
+	else if (!strcmp(type, "btrfs"))
+		snprintf(opts, sizeof(opts), "-q -f -K -s %lu", bsize);
+	else if (!strcmp(type, "f2fs"))	/* 4 KiB blocks */
+		snprintf(opts, sizeof(opts), "-q -f -t0");
+	else
+		snprintf(opts, sizeof(opts), "--chunksize=%lu -b%lu", bsize, bsize);
+	do {
+		snprintf(cmd, sizeof(cmd), RA_MKFS, type, opts, img, src ? src : "");
+		p = popen(cmd, "re");
+		while (p && fgets(line, sizeof(line), p))
+			if (!err[0] || strcasestr(line, "error") || strstr(line, "<E>"))
+				snprintf(err, sizeof(err), "%.*s",
+					 (int)strcspn(line, "\n"), line);
+		ret = p ? pclose(p) : -1;
+		ret = WIFEXITED(ret) ? WEXITSTATUS(ret) : 128;
+		if (ret && again)
+			*strrchr(opts, ' ') = '\0';	/* erofs: drop -b */
+	} while (ret && ret != 127 && again--);
+	if (ret == 127)
+		snprintf(why, len, "mkfs.%s not found", type);
+	else if (ret)
+		snprintf(why, len, "mkfs.%s for %lu-byte blocks failed (exit %d): %s",
+			 type, bsize, ret, err[0] ? err : "no message");
+	return ret ? KSFT_SKIP : 0;
 }
 
 /*
  * Attach @img to a free loop device that detaches itself on its last
- * release; the device's name goes to @bdev. Return: an open descriptor of
- * the device, or -1.
+ * release; its name goes to @bdev. Return: an open fd of it, or -1.
  */
 static int loop_attach(const char *img, char *bdev, size_t len)
 {
@@ -233,81 +198,24 @@ static int loop_attach(const char *img, char *bdev, size_t len)
 }
 
 /*
- * mkfs.@type with @bsize-byte blocks on the image @img, without discard
- * (the image is sparse); for erofs, an image of the directory @src,
- * chunk-based (a file's holes dedupe to one chunk), with -b, and without
- * it for erofs-utils before 1.6, which take no -b and make 4 KiB blocks.
- * A mkfs that fails is this machine's tool, not the kernel.
- * Return: 0, or KSFT_SKIP with @why.
- */
-static int fs_mkfs(const char *type, unsigned long bsize, const char *img,
-		   const char *src, char *why, size_t len)
-{
-	char tool[16], bs[32], chunk[32], err[160];
-	const char *argv[10] = { tool, "-q", "-f", "-K" };
-	int ret, n = 4;
-
-	snprintf(tool, sizeof(tool), "mkfs.%s", type);
-	snprintf(bs, sizeof(bs), "%lu", bsize);
-	if (!strcmp(type, "xfs")) {
-		snprintf(bs, sizeof(bs), "size=%lu", bsize);
-		argv[n++] = "-b";
-	} else if (!strcmp(type, "btrfs")) {
-		argv[n++] = "-s";
-	} else if (!strcmp(type, "ext4")) {
-		argv[2] = "-F";
-		argv[3] = "-Enodiscard,lazy_itable_init=1,lazy_journal_init=1";
-		argv[n++] = "-b";
-	} else if (!strcmp(type, "f2fs")) {	/* 4 KiB blocks */
-		argv[3] = "-t0";
-	} else {
-		snprintf(chunk, sizeof(chunk), "--chunksize=%lu", bsize);
-		snprintf(bs, sizeof(bs), "-b%lu", bsize);
-		argv[1] = chunk;
-		n = 2;
-	}
-	if (strcmp(type, "f2fs"))
-		argv[n++] = bs;
-	argv[n++] = img;
-	argv[n++] = src;
-	ret = run_quiet((char *const *)argv, err, sizeof(err));
-	if (ret && ret != 127 && src && bsize == 4096) {
-		memmove(&argv[2], &argv[3], 3 * sizeof(*argv));
-		ret = run_quiet((char *const *)argv, err, sizeof(err));
-	}
-	if (ret == 127)
-		snprintf(why, len, "%s not found", tool);
-	else if (ret)
-		snprintf(why, len, "%s for %lu-byte blocks failed (exit %d): %s",
-			 tool, bsize, ret, err[0] ? err : "no message");
-	return ret ? KSFT_SKIP : 0;
-}
-
-/*
- * The read_ahead_kb attribute that governs the files of the filesystem
- * on @m->bdev: its loop device's, but for btrfs, which reads through a
- * bdi of its own (/sys/fs/btrfs/<fsid>/bdi, found by its device).
+ * The read_ahead_kb that governs the files of the filesystem on
+ * @m->bdev: its loop device's, but for btrfs, which reads through a bdi
+ * of its own (/sys/fs/btrfs/<fsid>/bdi, found by its device).
  */
 static void find_sysfs_ra(struct ra_made *m, const char *type)
 {
 	char path[2 * RA_PATH_LEN];
 	struct dirent *d;
-	DIR *dp;
+	DIR *dp = strcmp(type, "btrfs") ? NULL : opendir("/sys/fs/btrfs");
 
 	snprintf(m->sysfs_ra, sizeof(m->sysfs_ra),
 		 "/sys/block/%s/queue/read_ahead_kb", m->bdev);
-	if (strcmp(type, "btrfs"))
-		return;
-	m->sysfs_ra[0] = '\0';
-	dp = opendir("/sys/fs/btrfs");
 	while (dp && (d = readdir(dp))) {
 		snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices/%s",
 			 d->d_name, m->bdev);
-		if (d->d_name[0] != '.' && !access(path, F_OK)) {
+		if (d->d_name[0] != '.' && !access(path, F_OK))
 			snprintf(m->sysfs_ra, sizeof(m->sysfs_ra),
 				 "/sys/fs/btrfs/%s/bdi/read_ahead_kb", d->d_name);
-			break;
-		}
 	}
 	if (dp)
 		closedir(dp);
@@ -315,12 +223,13 @@ static void find_sysfs_ra(struct ra_made *m, const char *type)
 
 /*
  * Attach @img, mount it at @m->dir (erofs read-only) and note its
- * read_ahead_kb; the mount then holds the loop device. Return: 0,
- * KSFT_SKIP or -1, with @m->why.
+ * read_ahead_kb; the mount then holds the loop device.
+ * Return: 0, KSFT_SKIP or -1, with @m->why.
  */
 static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 		    const char *img)
 {
+	bool erofs = !strcmp(kind->type, "erofs");
 	char dev[48];
 	int fd, err;
 
@@ -328,68 +237,55 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 	err = errno;
 	unlink(img);
 	if (fd < 0) {
-		snprintf(m->why, sizeof(m->why), "no loop device: %s",
-			 strerror(err));
+		snprintf(m->why, sizeof(m->why), "no loop device: %s", strerror(err));
 		return KSFT_SKIP;
 	}
 	snprintf(dev, sizeof(dev), "/dev/%s", m->bdev);
 	/* ext4: no lazy inode table init writing behind the test's back */
-	if (mount(dev, m->dir, kind->type, MS_NOATIME |
-		  (strcmp(kind->type, "erofs") ? 0 : MS_RDONLY),
-		  strcmp(kind->type, "ext4") ? NULL : "noinit_itable")) {
-		err = errno;
-		close(fd);
+	err = mount(dev, m->dir, kind->type, MS_NOATIME | (erofs ? MS_RDONLY : 0),
+		    strcmp(kind->type, "ext4") ? NULL : "noinit_itable") ? errno : 0;
+	close(fd);
+	if (err) {
 		snprintf(m->why, sizeof(m->why),
 			 "kernel cannot mount %s with %lu-byte blocks on %u-byte pages: %s",
 			 kind->type, kind->block_size, psize(), strerror(err));
-		/*
-		 * No such filesystem, or blocks not of the page size: no large
-		 * block size support (EINVAL, ENOSYS before 6.12) or none for
-		 * blocks below the page (btrfs before its subpage support). A
-		 * fresh filesystem of the page's block size must mount.
-		 */
-		return err == ENODEV || kind->block_size != psize() ?
-			KSFT_SKIP : -1;
+		/* No such fs or no blocks but the page's (EINVAL, ENOSYS) */
+		return err == ENODEV || kind->block_size != psize() ? KSFT_SKIP : -1;
 	}
-	close(fd);
 	find_sysfs_ra(m, kind->type);
 	if (read_sysfs(m->sysfs_ra, &m->ra_kb)) {
 		umount2(m->dir, MNT_DETACH);
-		snprintf(m->why, sizeof(m->why), "no read_ahead_kb for %s",
-			 m->bdev);
+		snprintf(m->why, sizeof(m->why), "no read_ahead_kb for %s", m->bdev);
 		return KSFT_SKIP;
 	}
 	return 0;
 }
 
 /*
- * Punch out the blocks of zeros mkfs wrote (the XFS log: 64 MiB), so that
+ * Punch out the runs of zeros mkfs wrote (the XFS log: 64 MiB), so that
  * the images of all kinds fit on the tmpfs at once on a small machine.
  */
 static void punch_zeros(int fd)
 {
 	static char buf[1 << 20];
-	off_t off = 0, run = -1;
-	ssize_t n = 0;
+	off_t off = 0, run = -1, data;
+	ssize_t n;
 	bool zero;
 
-	/* Each run of zero chunks in one punch, where data or EOF ends it. */
-	for (;;) {
-		off_t data = lseek(fd, off, SEEK_DATA);
-
+	do {
+		data = lseek(fd, off, SEEK_DATA);
 		n = data < 0 ? 0 : pread(fd, buf, sizeof(buf), data);
 		zero = n > 0 && !buf[0] && !memcmp(buf, buf + 1, n - 1);
+		/* a run of zero chunks ends at data, a hole or EOF */
 		if (run >= 0 && (n <= 0 || data != off || !zero)) {
 			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				  run, off - run);
 			run = -1;
 		}
-		if (n <= 0)
-			return;
 		if (run < 0 && zero)
 			run = data;
 		off = data + n;
-	}
+	} while (n > 0);
 }
 
 /* Make a filesystem of @kind at /tmp/<type>-<block size>. */
@@ -428,10 +324,7 @@ static int fs_make(struct ra_made *m, const struct ra_fs_kind *kind)
 	return ret;
 }
 
-/*
- * Put back what a test killed before its teardown (a harness timeout)
- * left as read_ahead_kb, in the main process only.
- */
+/* Put back the read_ahead_kb a test killed before its teardown left. */
 static void put_back_ra(void)
 {
 	int i;
@@ -441,25 +334,25 @@ static void put_back_ra(void)
 			write_sysfs(made[i].sysfs_ra, made[i].ra_kb);
 }
 
-/* Why no filesystem can be made here, or NULL. */
+/*
+ * Why no filesystem can be made here, or NULL. In a user namespace,
+ * where unshare() works, no loop device is free to the test.
+ */
 static const char *no_fs(void)
 {
 	char opts[64];
 
-	if (!have_cap_sys_admin())
-		return "needs CAP_SYS_ADMIN to create a loop filesystem";
-	if (!in_initial_userns())
-		return "in a user namespace: loop filesystems need CAP_SYS_ADMIN in the first";
 	if (unshare(CLONE_NEWNS))
-		return "unshare(CLONE_NEWNS) failed";
+		return errno == EPERM ? "needs CAP_SYS_ADMIN to create a loop filesystem" :
+			"unshare(CLONE_NEWNS) failed";
 	/* In a chroot whose root is no mount point, mounts would leak. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return "mounts cannot be made private (a chroot?)";
+	if (!mem_available())
+		return "no MemAvailable in /proc/meminfo";
 	/* Images hold metadata only: at most half of MemAvailable. */
 	snprintf(opts, sizeof(opts), "mode=0700,size=%zuk",
 		 mem_available() / 2 >> 10);
-	if (!mem_available())
-		return "no MemAvailable in /proc/meminfo";
 	if (mount("ra-scratch", RA_SCRATCH, "tmpfs", 0, opts))
 		return "cannot mount a tmpfs on " RA_SCRATCH;
 	return NULL;
@@ -469,17 +362,14 @@ static const char *no_fs(void)
  * ra_fs_init() - make the filesystems a binary's tests run on
  * @kinds: the kinds its tests use, NULL-terminated
  *
- * Called by main() before test_harness_run(). Moves the process into a
- * private mount namespace with a tmpfs over /tmp and makes a filesystem
- * of each kind there (see the top of this file). A kind that cannot be
- * made (no CAP_SYS_ADMIN, no kernel support, no mkfs) is remembered with
- * its reason, and each of its tests skips with it.
+ * Called by main() before test_harness_run() (see the top of this file).
+ * A kind that cannot be made (no CAP_SYS_ADMIN, no kernel support, no
+ * mkfs) is remembered with its reason, and each of its tests skips.
  */
 void ra_fs_init(const struct ra_fs_kind *const kinds[])
 {
 	const char *why = no_fs();
 	struct ra_made *m;
-	int ret;
 
 	main_pid = getpid();
 	for (; *kinds; kinds++) {
@@ -489,15 +379,24 @@ void ra_fs_init(const struct ra_fs_kind *const kinds[])
 		m = &made[nr_made++];
 		m->kind = *kinds;
 		errno = 0;
-		ret = why ? KSFT_SKIP : fs_make(m, *kinds);
+		m->ret = why ? KSFT_SKIP : fs_make(m, *kinds);
 		if (why)
 			snprintf(m->why, sizeof(m->why), "%s", why);
-		else if (ret == -1 && !m->why[0])
+		else if (m->ret == -1 && !m->why[0])
 			snprintf(m->why, sizeof(m->why), "making a filesystem in %s: %s",
 				 RA_SCRATCH, strerror(errno));
-		m->ret = ret;
 	}
 	atexit(put_back_ra);
+}
+
+/* Copy into @fs what made a filesystem: its mount, device and ra. */
+static void fs_take(struct ra_fs *fs, const struct ra_made *m)
+{
+	snprintf(fs->why, sizeof(fs->why), "%s", m->why);
+	snprintf(fs->dir, sizeof(fs->dir), "%s", m->dir);
+	snprintf(fs->bdev, sizeof(fs->bdev), "%s", m->bdev);
+	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", m->sysfs_ra);
+	fs->saved_ra_kb = m->ra_kb;
 }
 
 /**
@@ -524,32 +423,27 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 			 kind->type, kind->block_size);
 		return -1;
 	}
-	snprintf(fs->why, sizeof(fs->why), "%s", made[i].why);
-	snprintf(fs->dir, sizeof(fs->dir), "%s", made[i].dir);
-	snprintf(fs->bdev, sizeof(fs->bdev), "%s", made[i].bdev);
-	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", made[i].sysfs_ra);
-	fs->saved_ra_kb = made[i].ra_kb;
+	fs_take(fs, &made[i]);
 	if (!strcmp(kind->type, "erofs"))
 		snprintf(fs->dir, sizeof(fs->dir), RA_SCRATCH "/erofs-src");
 	return made[i].ret;
 }
 
 /*
- * For erofs, made of files, not written to: mkfs.erofs of the test's
- * file, mounted read-only where the file is then looked up under the
- * name it had. Nothing for other filesystems. Return: 0, KSFT_SKIP, -1.
+ * erofs is made of files, not written to: mkfs.erofs of the test's file,
+ * mounted read-only, where the file is looked up under its name. Nothing
+ * for other filesystems. Return: 0, KSFT_SKIP or -1.
  */
 static int ra_fs_seal(struct ra_fs *fs)
 {
 	struct ra_made m = { 0 };
-	char img[RA_PATH_LEN];
+	char img[] = RA_SCRATCH "/erofs.img";
 	int ret;
 
 	if (strcmp(fs->type, "erofs"))
 		return 0;
 	if (fs->sealed)
 		return ra_fs_skip(fs, "erofs: one file a test");
-	snprintf(img, sizeof(img), RA_SCRATCH "/erofs.img");
 	ret = fs_mkfs("erofs", fs->block_size, img, fs->dir, fs->why,
 		      sizeof(fs->why));
 	if (ret) {
@@ -558,11 +452,7 @@ static int ra_fs_seal(struct ra_fs *fs)
 	}
 	snprintf(m.dir, sizeof(m.dir), RA_SCRATCH "/erofs-%lu", fs->block_size);
 	ret = fs_mount(&m, &ra_erofs_4k, img);
-	snprintf(fs->why, sizeof(fs->why), "%s", m.why);
-	snprintf(fs->dir, sizeof(fs->dir), "%s", m.dir);
-	snprintf(fs->bdev, sizeof(fs->bdev), "%s", m.bdev);
-	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", m.sysfs_ra);
-	fs->saved_ra_kb = m.ra_kb;
+	fs_take(fs, &m);
 	fs->sealed = !ret;
 	return ret;
 }
@@ -570,10 +460,7 @@ static int ra_fs_seal(struct ra_fs *fs)
 /**
  * ra_set_read_ahead_kb() - set the read_ahead_kb of the test's disk
  * @fs: filesystem whose disk (its bdi's, for btrfs) to set
- * @kb: read_ahead_kb in KiB
- *
- * A file opened afterwards gets ra_pages of @kb. Each test sets its own;
- * ra_teardown() puts back the value the device was attached with.
+ * @kb: read_ahead_kb in KiB; a file opened afterwards gets its ra_pages
  *
  * Return: 0; KSFT_SKIP with @fs->why set when it cannot be written.
  */
@@ -586,36 +473,13 @@ int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb)
 }
 
 /**
- * ra_pages() - the readahead window a file opened now gets
- * @fs: filesystem
- *
- * Return: ra_pages, in pages: read_ahead_kb converted to pages.
- */
-unsigned long ra_pages(const struct ra_fs *fs)
-{
-	return fs->ra_kb * 1024 / fs->page_size;
-}
-
-/**
- * ra_folio_size() - smallest page cache folio of the test filesystem
- * @fs: filesystem
- *
- * Return: the larger of the block size and the page size, in bytes: the
- * size of a min-order folio, the least a single read can bring in.
- */
-unsigned long ra_folio_size(const struct ra_fs *fs)
-{
-	return fs->block_size > fs->page_size ? fs->block_size : fs->page_size;
-}
-
-/**
  * ra_need_memory() - skip unless the machine has room for the test
  * @fs: filesystem of the test; @fs->why gets the reason to skip
  * @bytes: most memory the test holds at once, in bytes
  *
- * With less MemAvailable than @bytes the test's own page cache forces
- * direct reclaim, under which readahead's __GFP_NORETRY folio allocations
- * fail and reads are cut short: major faults no readahead bug caused.
+ * Below that much MemAvailable the test's own page cache forces direct
+ * reclaim, under which readahead's __GFP_NORETRY folio allocations fail
+ * and reads are cut short: major faults no readahead bug caused.
  *
  * Return: 0, or KSFT_SKIP with @fs->why set.
  */
@@ -631,45 +495,15 @@ int ra_need_memory(struct ra_fs *fs, size_t bytes)
 	return 0;
 }
 
-/*
- * ra_open_cold() - open a test file with an empty page cache
- * @fs: filesystem of the file; @fs->why on skip or failure
- * @path: file to open read-only
- * @fd: receives the file descriptor
- *
- * A fresh open() gives a fresh file->f_ra: mmap_miss is 0 and ra_pages
- * the disk's read_ahead_kb in pages.
- *
- * Return: 0; KSFT_SKIP or -1 with @fs->why set, and @fd closed.
- */
-static int ra_open_cold(struct ra_fs *fs, const char *path, int *fd)
-{
-	struct stat st;
-	int ret;
-
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
-		return ra_fs_fail(fs, "opening the test file");
-	if (fstat(*fd, &st))
-		ret = ra_fs_fail(fs, "reading the test file's size");
-	else
-		ret = ra_drop_cache(fs, *fd, st.st_size);
-	if (ret) {
-		close(*fd);
-		*fd = -1;
-	}
-	return ret;
-}
-
 /**
  * ra_file_prepare() - create the test file and open it cold
  * @fs: filesystem to create it on
  * @size: file size in bytes; the file is a hole (read with no bio)
  * @ra_kb: read_ahead_kb to set before opening, in KiB
- * @fd: receives the open file descriptor
+ * @fd: receives the file descriptor, opened read-only with a fresh
+ *	file->f_ra (mmap_miss 0, ra_pages of @ra_kb)
  *
- * Prints the filesystem, read_ahead_kb, ra_pages and folio size the test
- * runs with.
+ * Prints the filesystem, read_ahead_kb, ra_pages and folio size.
  *
  * Return: 0 on success, KSFT_SKIP or -1 with @fs->why set.
  */
@@ -677,35 +511,39 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd)
 {
 	char path[2 * RA_PATH_LEN];
-	int tmp, ret;
+	int ret;
 
+	*fd = -1;
 	if (!strcmp(fs->type, "erofs") && size > RA_EROFS_MAX)
 		return ra_fs_skip(fs, "erofs: mkfs.erofs reads all of a file, %zu MiB past %lu",
 				  size >> 20, RA_EROFS_MAX >> 20);
 	snprintf(fs->file, sizeof(fs->file), "%s/ra-test.XXXXXX", fs->dir);
-	tmp = mkostemp(fs->file, O_CLOEXEC);
-	if (tmp < 0) {
+	*fd = mkostemp(fs->file, O_CLOEXEC);
+	if (*fd < 0) {
 		fs->file[0] = '\0';
 		return ra_fs_fail(fs, "creating the test file");
 	}
-	ret = ftruncate(tmp, size);
-	close(tmp);
-	if (ret)
-		return ra_fs_fail(fs, "sizing the test file");
-	ret = ra_fs_seal(fs);
+	ret = ftruncate(*fd, size) ? ra_fs_fail(fs, "sizing the test file") : 0;
+	close(*fd);
+	*fd = -1;
+	if (!ret)
+		ret = ra_fs_seal(fs);
 	if (!ret)
 		ret = ra_set_read_ahead_kb(fs, ra_kb);
 	if (ret)
 		return ret;
-	snprintf(path, sizeof(path), "%s/%s", fs->dir,
-		 strrchr(fs->file, '/') + 1);
-	ret = ra_open_cold(fs, path, fd);
-	if (ret)
+	snprintf(path, sizeof(path), "%s/%s", fs->dir, strrchr(fs->file, '/') + 1);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return ra_fs_fail(fs, "opening the test file");
+	ret = ra_drop_cache(fs, *fd, size);
+	if (ret) {
+		close(*fd);
+		*fd = -1;
 		return ret;
-	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev,
-		       strcmp(fs->type, "btrfs") ? "" : " (read_ahead_kb: its bdi's)",
-		       fs->block_size, ra_kb, ra_pages(fs), ra_folio_size(fs),
-		       size >> 20);
+	}
+	ksft_print_msg(RA_FMT_FILE, fs->type, fs->bdev, fs->block_size, ra_kb,
+		       ra_pages(fs), ra_folio_size(fs), size >> 20);
 	return 0;
 }
 
@@ -733,15 +571,14 @@ int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
 }
 
 /**
- * ra_teardown() - undo what a fixture set up
+ * ra_teardown() - undo what a fixture set up, each thing once
  * @fs: filesystem of the fixture
  * @map: mapping of the test file, or NULL or MAP_FAILED
  * @size: length of @map in bytes
  * @fd: descriptor of the test file, or -1
  *
  * Unmaps @map, closes @fd, puts the disk's read_ahead_kb back, removes
- * the test file and, on erofs, unmounts the image made of it. Undoes
- * each thing once.
+ * the test file and, on erofs, unmounts the image made of it.
  */
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
 {

@@ -67,8 +67,6 @@ struct ra_fs {
 void ra_fs_init(const struct ra_fs_kind *const kinds[]);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
-unsigned long ra_pages(const struct ra_fs *fs);
-unsigned long ra_folio_size(const struct ra_fs *fs);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);
 int ra_fs_skip(struct ra_fs *fs, const char *fmt, ...) __printf(2, 3);
 int ra_fs_fail(struct ra_fs *fs, const char *what);
@@ -77,6 +75,29 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
 		char **map);
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
+
+/**
+ * ra_pages() - the readahead window a file opened now gets
+ * @fs: filesystem
+ *
+ * Return: ra_pages, in pages: read_ahead_kb converted to pages.
+ */
+static inline unsigned long ra_pages(const struct ra_fs *fs)
+{
+	return fs->ra_kb * 1024 / fs->page_size;
+}
+
+/**
+ * ra_folio_size() - smallest page cache folio of the test filesystem
+ * @fs: filesystem
+ *
+ * Return: the larger of block and page size, in bytes: a min-order
+ * folio, the least a single read brings in.
+ */
+static inline unsigned long ra_folio_size(const struct ra_fs *fs)
+{
+	return fs->block_size > fs->page_size ? fs->block_size : fs->page_size;
+}
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
 	ra_xfs_64k, ra_btrfs_4k, ra_f2fs_4k, ra_erofs_4k;

@@ -20,7 +20,7 @@
 #     lines, each test installed named in READAHEAD_TESTS, or in
 #     READAHEAD_CGROUP_TESTS when it includes ra_cgroup.h (thrash), at its
 #     sorted place; both go into TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
-#     links every readahead test with the lib's other .c files and -lcap,
+#     links every readahead test with the lib's other .c files,
 #     and, once a cgroup test is installed, one more links those with
 #     ra_cgroup.c and the cgroup selftests' library (cgroup_util.c, its
 #     include directory in their CFLAGS only);
@@ -175,8 +175,6 @@ add_after_last '^LOCAL_HDRS \+= ' \
 add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
 set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
 	'^READAHEAD_BINS := ' "$mk"
-add_after_last '^\$\(READAHEAD_BINS\): ra_' \
-	'$(READAHEAD_BINS): LDLIBS += -lcap' "$mk"
 if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
 	add_after_last '^\$\(READAHEAD_BINS\): ' "$cg_bins" "$mk"
 	add_after_last '^READAHEAD_CGROUP_BINS := ' \
@@ -191,7 +189,6 @@ fi
 # line of their category.
 for t in $patched; do
 	add_after_last '^\$\(READAHEAD_BINS\): LDLIBS' "\$(OUTPUT)/$t: $lib_c" "$mk"
-	add_after_last "^\\\$\\(OUTPUT\\)/$t: ra_" "\$(OUTPUT)/$t: LDLIBS += -lcap" "$mk"
 	case $t in
 	prctl_thp_disable) cat=thp run="./$t -f prctl_thp_disable_file" ;;
 	esac

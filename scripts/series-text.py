@@ -384,7 +384,7 @@ from the page cache, which is checked); ra_cache.[ch] count resident
 pages and print each figure with its bound, ra_pages and folio size in
 one format. Each test then comes in a patch of its own, with the
 helpers it is the first to use. Creating the filesystems needs
-CAP_SYS_ADMIN (libcap, as mlock-random-test); without it every test
+CAP_SYS_ADMIN (unshare() fails with EPERM without it); then every test
 skips.
 
 Major faults are read from getrusage()'s ru_majflt. Where a file fault

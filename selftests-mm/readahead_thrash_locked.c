@@ -262,7 +262,7 @@ static bool wait_asleep(struct faulter *f, int nr, int fd, size_t off)
 	do {
 		for (w = 0; w < nr && sleeping(&f[w]); w++)
 			;
-		if (w == nr && ra_cachestat(fd, off, 1) != 0)
+		if (w == nr && ra_cached_pages(fd, NULL, off, 1) != 0)
 			return true;
 		sched_yield();
 		clock_gettime(CLOCK_MONOTONIC, &now);
