@@ -311,7 +311,7 @@ run_tests: all
 # deps all", for this machine's ARCH) installs only these; "make deps"
 # with any other goal, or alone, installs DEBS, what any target needs.
 RUN_DEBS := gcc make libc6-dev patch perl util-linux mount procps xz-utils \
-	e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils
+	e2fsprogs xfsprogs btrfs-progs f2fs-tools
 DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod dash \
 	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \

@@ -44,14 +44,11 @@ const struct ra_fs_kind ra_xfs_64k = { .type = "xfs", .block_size = 65536 };
 /* btrfs: BTRFS_MAX_BLOCKS_PER_FOLIO; f2fs: large folios if immutable */
 const struct ra_fs_kind ra_btrfs_4k = { "btrfs", 4096, 8 * sizeof(long) };
 const struct ra_fs_kind ra_f2fs_4k = { "f2fs", 4096, 1 };
-const struct ra_fs_kind ra_erofs_4k = { .type = "erofs", .block_size = 4096 };
 
 #define RA_IMAGE_SIZE		(2ULL << 30)	/* sparse; test files are holes */
 #define RA_SCRATCH		"/tmp"
 #define RA_KINDS_MAX		8
-/* The largest test file on erofs: mkfs.erofs reads all of a file. */
-#define RA_EROFS_MAX		(128UL << 20)
-#define RA_MKFS	"PATH=/usr/sbin:/sbin:$PATH mkfs.%s %s %s %s 2>&1 >/dev/null"
+#define RA_MKFS	"PATH=/usr/sbin:/sbin:$PATH mkfs.%s %s %s 2>&1 >/dev/null"
 #define RA_FMT_FILE \
 	"%s on %s, %lu-byte blocks, read_ahead_kb %lu (ra_pages %lu), folio %lu bytes, file %zu MiB\n"
 
@@ -119,18 +116,16 @@ int ra_fs_fail(struct ra_fs *fs, const char *what)
 
 /*
  * mkfs.@type with @bsize-byte blocks on the image @img, without discard
- * (the image is sparse); erofs: an image of the directory @src,
- * chunk-based (a file's holes dedupe to one chunk), and for 4 KiB blocks
- * again without -b, which erofs-utils before 1.6 do not take. Its output
- * is hidden; of its stderr the last line saying "error" or "<E>", else
- * the first, goes into @why. A mkfs that fails is this machine's tool,
- * not the kernel. Return: 0, or KSFT_SKIP with @why.
+ * (the image is sparse). Its output is hidden; of its stderr the last
+ * line saying "error", else the first, goes into @why. A mkfs that fails
+ * is this machine's tool, not the kernel.
+ * Return: 0, or KSFT_SKIP with @why.
  */
 static int fs_mkfs(const char *type, unsigned long bsize, const char *img,
-		   const char *src, char *why, size_t len)
+		   char *why, size_t len)
 {
 	char opts[96], cmd[3 * RA_PATH_LEN], line[160], err[160] = "";
-	int ret, again = !strcmp(type, "erofs") && bsize == 4096;
+	int ret;
 	FILE *p;
 
 	if (!strcmp(type, "xfs"))
@@ -140,22 +135,16 @@ static int fs_mkfs(const char *type, unsigned long bsize, const char *img,
 			 "nodiscard,lazy_itable_init=1,lazy_journal_init=1");
 	else if (!strcmp(type, "btrfs"))
 		snprintf(opts, sizeof(opts), "-q -f -K -s %lu", bsize);
-	else if (!strcmp(type, "f2fs"))	/* 4 KiB blocks */
+	else	/* f2fs: 4 KiB blocks */
 		snprintf(opts, sizeof(opts), "-q -f -t0");
-	else
-		snprintf(opts, sizeof(opts), "--chunksize=%lu -b%lu", bsize, bsize);
-	do {
-		snprintf(cmd, sizeof(cmd), RA_MKFS, type, opts, img, src ? src : "");
-		p = popen(cmd, "re");
-		while (p && fgets(line, sizeof(line), p))
-			if (!err[0] || strcasestr(line, "error") || strstr(line, "<E>"))
-				snprintf(err, sizeof(err), "%.*s",
-					 (int)strcspn(line, "\n"), line);
-		ret = p ? pclose(p) : -1;
-		ret = WIFEXITED(ret) ? WEXITSTATUS(ret) : 128;
-		if (ret && again)
-			*strrchr(opts, ' ') = '\0';	/* erofs: drop -b */
-	} while (ret && ret != 127 && again--);
+	snprintf(cmd, sizeof(cmd), RA_MKFS, type, opts, img);
+	p = popen(cmd, "re");
+	while (p && fgets(line, sizeof(line), p))
+		if (!err[0] || strcasestr(line, "error"))
+			snprintf(err, sizeof(err), "%.*s",
+				 (int)strcspn(line, "\n"), line);
+	ret = p ? pclose(p) : -1;
+	ret = WIFEXITED(ret) ? WEXITSTATUS(ret) : 128;
 	if (ret == 127)
 		snprintf(why, len, "mkfs.%s not found", type);
 	else if (ret)
@@ -222,14 +211,13 @@ static void find_sysfs_ra(struct ra_made *m, const char *type)
 }
 
 /*
- * Attach @img, mount it at @m->dir (erofs read-only) and note its
- * read_ahead_kb; the mount then holds the loop device.
+ * Attach @img, mount it at @m->dir and note its read_ahead_kb; the mount
+ * then holds the loop device.
  * Return: 0, KSFT_SKIP or -1, with @m->why.
  */
 static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 		    const char *img)
 {
-	bool erofs = !strcmp(kind->type, "erofs");
 	char dev[48];
 	int fd, err;
 
@@ -242,7 +230,7 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 	}
 	snprintf(dev, sizeof(dev), "/dev/%s", m->bdev);
 	/* ext4: no lazy inode table init writing behind the test's back */
-	err = mount(dev, m->dir, kind->type, MS_NOATIME | (erofs ? MS_RDONLY : 0),
+	err = mount(dev, m->dir, kind->type, MS_NOATIME,
 		    strcmp(kind->type, "ext4") ? NULL : "noinit_itable") ? errno : 0;
 	close(fd);
 	if (err) {
@@ -291,7 +279,7 @@ static void punch_zeros(int fd)
 /* Make a filesystem of @kind at /tmp/<type>-<block size>. */
 static int fs_make(struct ra_made *m, const struct ra_fs_kind *kind)
 {
-	char img[RA_PATH_LEN];
+	char img[RA_PATH_LEN + 8];
 	int fd, ret;
 
 	snprintf(m->dir, sizeof(m->dir), RA_SCRATCH "/%s-%lu", kind->type,
@@ -306,15 +294,11 @@ static int fs_make(struct ra_made *m, const struct ra_fs_kind *kind)
 			 psize(), kind->block_size);
 		return KSFT_SKIP;
 	}
-	/* erofs is made of the test's file: ra_fs_seal() */
-	if (!strcmp(kind->type, "erofs"))
-		return mkdir(RA_SCRATCH "/erofs-src", 0700);
 	fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	ret = ftruncate(fd, RA_IMAGE_SIZE) ? -1 :
-		fs_mkfs(kind->type, kind->block_size, img, NULL, m->why,
-			sizeof(m->why));
+		fs_mkfs(kind->type, kind->block_size, img, m->why, sizeof(m->why));
 	if (!ret)
 		punch_zeros(fd);
 	close(fd);
@@ -389,16 +373,6 @@ void ra_fs_init(const struct ra_fs_kind *const kinds[])
 	atexit(put_back_ra);
 }
 
-/* Copy into @fs what made a filesystem: its mount, device and ra. */
-static void fs_take(struct ra_fs *fs, const struct ra_made *m)
-{
-	snprintf(fs->why, sizeof(fs->why), "%s", m->why);
-	snprintf(fs->dir, sizeof(fs->dir), "%s", m->dir);
-	snprintf(fs->bdev, sizeof(fs->bdev), "%s", m->bdev);
-	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", m->sysfs_ra);
-	fs->saved_ra_kb = m->ra_kb;
-}
-
 /**
  * ra_fs_setup() - the filesystem of @kind a test runs on
  * @fs: state to fill in; @fs->why holds the reason on skip or failure
@@ -423,38 +397,12 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 			 kind->type, kind->block_size);
 		return -1;
 	}
-	fs_take(fs, &made[i]);
-	if (!strcmp(kind->type, "erofs"))
-		snprintf(fs->dir, sizeof(fs->dir), RA_SCRATCH "/erofs-src");
+	snprintf(fs->why, sizeof(fs->why), "%s", made[i].why);
+	snprintf(fs->dir, sizeof(fs->dir), "%s", made[i].dir);
+	snprintf(fs->bdev, sizeof(fs->bdev), "%s", made[i].bdev);
+	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%s", made[i].sysfs_ra);
+	fs->saved_ra_kb = made[i].ra_kb;
 	return made[i].ret;
-}
-
-/*
- * erofs is made of files, not written to: mkfs.erofs of the test's file,
- * mounted read-only, where the file is looked up under its name. Nothing
- * for other filesystems. Return: 0, KSFT_SKIP or -1.
- */
-static int ra_fs_seal(struct ra_fs *fs)
-{
-	struct ra_made m = { 0 };
-	char img[] = RA_SCRATCH "/erofs.img";
-	int ret;
-
-	if (strcmp(fs->type, "erofs"))
-		return 0;
-	if (fs->sealed)
-		return ra_fs_skip(fs, "erofs: one file a test");
-	ret = fs_mkfs("erofs", fs->block_size, img, fs->dir, fs->why,
-		      sizeof(fs->why));
-	if (ret) {
-		unlink(img);
-		return ret;
-	}
-	snprintf(m.dir, sizeof(m.dir), RA_SCRATCH "/erofs-%lu", fs->block_size);
-	ret = fs_mount(&m, &ra_erofs_4k, img);
-	fs_take(fs, &m);
-	fs->sealed = !ret;
-	return ret;
 }
 
 /**
@@ -510,13 +458,8 @@ int ra_need_memory(struct ra_fs *fs, size_t bytes)
 int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 		    int *fd)
 {
-	char path[2 * RA_PATH_LEN];
 	int ret;
 
-	*fd = -1;
-	if (!strcmp(fs->type, "erofs") && size > RA_EROFS_MAX)
-		return ra_fs_skip(fs, "erofs: mkfs.erofs reads all of a file, %zu MiB past %lu",
-				  size >> 20, RA_EROFS_MAX >> 20);
 	snprintf(fs->file, sizeof(fs->file), "%s/ra-test.XXXXXX", fs->dir);
 	*fd = mkostemp(fs->file, O_CLOEXEC);
 	if (*fd < 0) {
@@ -527,13 +470,10 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb,
 	close(*fd);
 	*fd = -1;
 	if (!ret)
-		ret = ra_fs_seal(fs);
-	if (!ret)
 		ret = ra_set_read_ahead_kb(fs, ra_kb);
 	if (ret)
 		return ret;
-	snprintf(path, sizeof(path), "%s/%s", fs->dir, strrchr(fs->file, '/') + 1);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = open(fs->file, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0)
 		return ra_fs_fail(fs, "opening the test file");
 	ret = ra_drop_cache(fs, *fd, size);
@@ -577,8 +517,8 @@ int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd,
  * @size: length of @map in bytes
  * @fd: descriptor of the test file, or -1
  *
- * Unmaps @map, closes @fd, puts the disk's read_ahead_kb back, removes
- * the test file and, on erofs, unmounts the image made of it.
+ * Unmaps @map, closes @fd, puts the disk's read_ahead_kb back and
+ * removes the test file.
  */
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
 {
@@ -589,9 +529,6 @@ void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd)
 	if (fs->ra_kb && fs->saved_ra_kb)
 		write_sysfs(fs->sysfs_ra, fs->saved_ra_kb);
 	fs->ra_kb = 0;
-	if (fs->sealed)
-		umount2(fs->dir, MNT_DETACH);
-	fs->sealed = false;
 	if (fs->file[0])
 		unlink(fs->file);
 	fs->file[0] = '\0';

@@ -20,7 +20,7 @@
 
 /**
  * struct ra_fs_kind - a filesystem variant the tests run on
- * @type: filesystem type name: "ext4", "xfs", "btrfs", "f2fs" or "erofs"
+ * @type: filesystem type name: "ext4", "xfs", "btrfs" or "f2fs"
  * @block_size: block size in bytes; above the page size the page cache
  *	uses folios of at least that size (min folio order above 0)
  * @max_folio_blocks: the most blocks a page cache folio of a regular
@@ -44,7 +44,6 @@ struct ra_fs_kind {
  *	no smaller than a PMD (struct ra_fs_kind's @max_folio_blocks)
  * @ra_kb: read_ahead_kb last set by ra_set_read_ahead_kb(), in KiB
  * @saved_ra_kb: read_ahead_kb the device was attached with, in KiB
- * @sealed: erofs: the image made of the test file is mounted at @dir
  * @file: path of the test file, removed on teardown
  * @why: one-line reason when setup returned KSFT_SKIP or failed
  */
@@ -58,7 +57,6 @@ struct ra_fs {
 	unsigned long max_folio;
 	unsigned long ra_kb;
 	unsigned long saved_ra_kb;
-	bool sealed;
 	char file[2 * RA_PATH_LEN];
 	char why[4 * RA_PATH_LEN];
 };
@@ -100,7 +98,7 @@ static inline unsigned long ra_folio_size(const struct ra_fs *fs)
 }
 
 extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
-	ra_xfs_64k, ra_btrfs_4k, ra_f2fs_4k, ra_erofs_4k;
+	ra_xfs_64k, ra_btrfs_4k, ra_f2fs_4k;
 
 #ifdef __KSELFTEST_HARNESS_H
 /**

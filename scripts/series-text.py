@@ -374,11 +374,10 @@ kinds are ext4, XFS of several block sizes (min folio orders), and
 for the tests another filesystem can change, btrfs, whose files are
 read through a bdi of its own (ra_pages at mount 128 KiB times its
 devices, at least 4 MiB), so that the test sets that bdi's
-read_ahead_kb, and whose folios stop at 64 blocks; f2fs, whose own
-read path builds order-0 folios for files that are not immutable; and
-erofs, read-only, whose image is made of the test file with mkfs.erofs
-for each test. A kind whose mkfs or filesystem is missing or fails
-skips, as does f2fs where the page is not 4 KiB (F2FS_BLKSIZE).
+read_ahead_kb, and whose folios stop at 64 blocks; and f2fs, whose own
+read path builds order-0 folios for files that are not immutable. A
+kind whose mkfs or filesystem is missing or fails skips, as does f2fs
+where the page is not 4 KiB (F2FS_BLKSIZE).
 ra_fs.c also creates the test's sparse file and opens it cold (dropped
 from the page cache, which is checked); ra_cache.[ch] count resident
 pages and print each figure with its bound, ra_pages and folio size in
@@ -552,8 +551,7 @@ SHARED = """\
 Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
 blocks, so that filesystems with a min folio order are covered; btrfs,
 with a bdi of its own, and f2fs, with order-0 folios, in advice,
-random_reader, read_around, sticky_miss and window; erofs in
-exec_mapping's stays_in_vma; one per kind, made by the binary's main()
+random_reader, read_around, sticky_miss and window; one per kind, made by the binary's main()
 and shared by its tests), drops its file from the page cache, faults it
 in through a mapping in a fixed pattern, and bounds either the major
 faults it takes (ru_majflt) or the pages it brings into the page cache

@@ -193,51 +193,11 @@ TEST_F_TIMEOUT(exec_mapping, stays_in_vma, TIMEOUT_S)
 	stays_in_vma(_metadata, &self->fs, &self->fd, &self->map, &self->size);
 }
 
-/*
- * stays_in_vma on erofs, where the libraries of Android's system images
- * are mapped from: read-only, made of its files with mkfs.erofs, read
- * through iomap into large folios. Its own fixture, since an image is
- * made of each test's file and in_order_after_random's 1.3 GiB would
- * take mkfs.erofs seconds to read (ra_file_prepare()).
- */
-FIXTURE(exec_erofs) {
-	struct ra_fs fs;
-	int fd;
-	char *map;
-	size_t size;
-};
-
-FIXTURE_VARIANT(exec_erofs) {
-	const struct ra_fs_kind *fs;
-};
-
-FIXTURE_VARIANT_ADD(exec_erofs, erofs_4k) { .fs = &ra_erofs_4k };
-
-FIXTURE_SETUP(exec_erofs)
-{
-	int ret = ra_fs_setup(&self->fs, variant->fs);
-
-	self->fd = -1;
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
-}
-
-FIXTURE_TEARDOWN(exec_erofs)
-{
-	ra_teardown(&self->fs, self->map, self->size, self->fd);
-}
-
-TEST_F_TIMEOUT(exec_erofs, stays_in_vma, TIMEOUT_S)
-{
-	stays_in_vma(_metadata, &self->fs, &self->fd, &self->map, &self->size);
-}
-
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
 	ra_fs_init((const struct ra_fs_kind *const []){
-		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, &ra_erofs_4k,
-		NULL
+		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, NULL
 	});
 	return test_harness_run(argc, argv);
 }

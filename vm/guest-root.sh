@@ -7,7 +7,7 @@
 #
 # ARCH is a Debian architecture (arm64, ppc64el). The programs the guest
 # init and the suite use (busybox-static, e2fsprogs, xfsprogs,
-# btrfs-progs, f2fs-tools, erofs-utils, mount for losetup, dash,
+# btrfs-progs, f2fs-tools, mount for losetup, dash,
 # coreutils for timeout, bash) and the shared library
 # packages they depend on are taken from the machine's own Debian release
 # through the private apt state of vm/debian-apt.sh, extracted once with
@@ -27,7 +27,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/cli.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${RA_GUEST_ROOT_CACHE:-/var/cache/readahead-selftests/guest-root}
-programs="busybox-static e2fsprogs xfsprogs btrfs-progs f2fs-tools erofs-utils mount dash
+programs="busybox-static e2fsprogs xfsprogs btrfs-progs f2fs-tools mount dash
 	coreutils bash"
 
 usage() {

@@ -150,7 +150,7 @@ fi
 # (--reuse).
 inputs_common() {
 	dpkg-query -W busybox busybox-static e2fsprogs xfsprogs btrfs-progs \
-		f2fs-tools erofs-utils mount dash coreutils bash qemu-system-x86 qemu-system-arm \
+		f2fs-tools mount dash coreutils bash qemu-system-x86 qemu-system-arm \
 		qemu-system-ppc 2> /dev/null || true
 	sha256sum < "$here/run-vm.sh"
 	sha256sum < "$here/guest-root.sh"

@@ -7,8 +7,8 @@
 #
 # The guest is a throw-away initramfs (busybox, mkfs.ext4, mkfs.xfs,
 # losetup, the suite's binaries and their shared libraries, plus the loop,
-# ext4 and xfs modules when the kernel is modular; mkfs.btrfs, mkfs.f2fs,
-# mkfs.erofs and their modules where there are).  Nothing is written to
+# ext4 and xfs modules when the kernel is modular; mkfs.btrfs, mkfs.f2fs
+# and their modules where there are).  Nothing is written to
 # disk images; all temporary files live in one directory that is removed on
 # exit.
 #
@@ -395,7 +395,7 @@ needed_modules=(loop ext4 xfs)
 # Modules of the filesystems some variants run on: a kernel that has none
 # of one skips them. btrfs asks the crypto API for crc32c at mount (a
 # softdep modprobe would load; 6.18 has it as a module of its own).
-optional_modules=(btrfs crypto-crc32c f2fs erofs)
+optional_modules=(btrfs crypto-crc32c f2fs)
 module_files=() # host paths, in load order
 
 # Add the files of "insmod <path>" lines of modprobe --show-depends $1.
@@ -566,7 +566,7 @@ add_program() {
 add_program mkfs.ext4 required
 add_program mkfs.xfs required
 add_program losetup required
-for p in mke2fs timeout mkfs.btrfs mkfs.f2fs mkfs.erofs; do
+for p in mke2fs timeout mkfs.btrfs mkfs.f2fs; do
 	add_program "$p" optional
 done
 [ -f "$guest_root/etc/mke2fs.conf" ] && add_file "$guest_root/etc/mke2fs.conf" /etc/mke2fs.conf
