@@ -391,11 +391,10 @@ runs under mmap_lock rather than a per-VMA lock (6.1, or an architecture
 without ARCH_SUPPORTS_PER_VMA_LOCK), a fault that drops the lock for
 async readahead is retried with FAULT_FLAG_TRIED, and mm_account_fault()
 counts that retry as a major fault too: a healthy in-order walk then
-takes one major fault per window, and the tests that bound such a walk
-to a handful (read_around, vma_boundary) fail on 6.1 for it. Telling
-the two apart (counting only faults on pages not yet in the page cache,
-or skipping where a control walk shows the retries) is left to a
-follow-up.
+takes one major fault per window. vma_boundary bounds its walks beyond
+a control (the same bytes read through one mapping), which counts the
+same retries, and passes on 6.1; read_around's cold_in_order bounds the
+walk itself and fails there for it.
 
 Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a

@@ -2,14 +2,15 @@
 /*
  * What a reader of a plain mapping gets from read-around, wherever in the
  * file it starts and whichever way it goes.
- * - from_start: a fault on page 0 reads one window (read_ahead_kb), no
- *   less and no more, as a fault anywhere else does: a program that
- *   reads a file's head (headers, an index) gets the window a reader of
- *   its middle gets. A reader walking forwards from there takes a
- *   handful of major faults, not one a folio. Bounds: ra_pages / 20
- *   pages short or over (broken: a window cut where it meets page 0,
- *   half a window short); per window walked, sqrt(folios a window)
- *   major faults (healthy: 1 in all; broken, no readahead: one a folio).
+ * - from_start: a program that reads a file's head (headers, an index)
+ *   gets as much read-around as a reader of its middle: a cold fault on
+ *   page 0 brings in as many pages as the control, a cold fault in the
+ *   middle of the same file, within a twentieth of it either way. A
+ *   reader walking forwards from there takes a handful of major faults,
+ *   not one a folio. Bounds: control / 20 pages fewer or more (broken: a
+ *   window cut where it meets page 0, half the control); per window
+ *   walked, sqrt(folios a window) major faults (healthy: 1 in all;
+ *   broken, no readahead: one a folio).
  * - backward: a reader walking backwards from the middle, as memmove()
  *   and memcpy() do when they copy from the end of a mapping, takes one
  *   major fault per half window: each fault below what is cached reads
@@ -52,7 +53,7 @@
 #define SUSPECT_CUT \
 	"a read-around that meets page 0 cut short instead of kept at ra_pages"
 #define SUSPECT_WIDE \
-	"a fault on page 0 reading more than one window"
+	"a fault on page 0 reading more than a fault in the middle"
 #define SUSPECT_NO_RA \
 	"no readahead for a reader starting at page 0"
 #define SUSPECT_BACK \
@@ -111,27 +112,29 @@ TEST_F(window, from_start)
 {
 	size_t ps = self->fs.page_size, npages = WALK_WINDOWS * self->ra_pages;
 	unsigned long folios = self->ra / ra_folio_size(&self->fs);
-	long short_by, over, bound = WALK_WINDOWS * (long)ra_isqrt(folios);
+	long control, head, bound = WALK_WINDOWS * (long)ra_isqrt(folios);
 	struct ra_walk first, rest;
 
 	/*
-	 * One cold fault on page 0, then every page of two windows:
+	 * The control, one cold fault at 6 ra; then one on page 0, then
+	 * every page of two windows:
 	 *
-	 *   0                        1 ra                     2 ra
-	 *   x========================|------------------------|
-	 *    read by the first fault   not yet: async readahead
-	 *   >>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>|
-	 *    the reader
+	 *   0            1 ra          2 ra   ...   5 ra     6 ra     7 ra
+	 *   x============|-------------|            |=====c=====|      |
+	 *    read by the fault on 0                  the control's
+	 *   >>>>>>>>>>>>>>>>>>>>>>>>>>>>| the reader
 	 */
+	FORCE_READ(self->map[6 * self->ra]);
+	control = ra_cached_pages(self->fd, self->map, 5 * self->ra, 2 * self->ra);
+	ASSERT_LE(1, control) TH_LOG("nothing read: the control fault did not happen");
 	ra_walk_pages(self->fd, self->map, 0, 1, false, LONG_MAX, &first);
-	short_by = ra_uncached_pages(self->fd, self->map, 0, self->ra);
-	over = ra_cached_pages(self->fd, self->map, self->ra, self->ra);
-	RA_EXPECT_FIGURE(&self->fs, "fault on page 0, its window", short_by,
-			 "pages left uncached", self->ra_pages / 20,
-			 SUSPECT_CUT, "of %lu", self->ra_pages);
-	RA_EXPECT_FIGURE(&self->fs, "fault on page 0, past its window", over,
-			 "pages cached", self->ra_pages / 20, SUSPECT_WIDE,
-			 "of %lu", self->ra_pages);
+	head = ra_cached_pages(self->fd, self->map, 0, 2 * self->ra);
+	RA_EXPECT_FIGURE(&self->fs, "fault on page 0, fewer than the control",
+			 control - head, "pages", control / 20, SUSPECT_CUT,
+			 "%ld read, control %ld", head, control);
+	RA_EXPECT_FIGURE(&self->fs, "fault on page 0, more than the control",
+			 head - control, "pages", control / 20, SUSPECT_WIDE,
+			 "%ld read, control %ld", head, control);
 	ra_walk_pages(self->fd, self->map + ps, ps, npages - 1, false,
 		      ra_limit(bound - first.majflt), &rest);
 	RA_EXPECT_FIGURE(&self->fs, "in-order walk from page 0",
