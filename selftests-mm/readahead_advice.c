@@ -6,18 +6,14 @@
  * file (madvise(2), posix_fadvise(2)).
  * Measured: the pages of a file range a fault or a hint brings into the
  * page cache (cachestat(), else mincore()), inside and outside the range
- * the hint asks for, or the major faults of a walk. Bounds are in pages
- * of ra_pages (mostly read_ahead_kb 16 MiB: 4096 pages at 4 KiB, 256 at
- * 64 KiB) and of folios, a tenth of what a broken kernel gives, where a
- * healthy one gives none of it, or the geometric mean of healthy and
- * broken; each test says its bound and both figures.
+ * the hint asks for, or the major faults of a walk, mostly against a
+ * control: the same fault without the advice. Bounds are in pages of
+ * ra_pages (mostly read_ahead_kb 16 MiB: 4096 pages at 4 KiB, 256 at
+ * 64 KiB), of folios or of the control, a tenth of what a broken kernel
+ * gives, where a healthy one gives none of it, or the geometric mean of
+ * healthy and broken; each test says its bound and both figures.
  * Broken: the hint ignored or misread, so that a range stays cold, a
  * window keeps the wrong size, or a random fault reads a whole window.
- * Healthy: exactly the range or window the hint stands for. Kernels
- * before "mm/filemap: allow arch to request folio size for exec memory"
- * (6.17) fail madv_random_exec; where a PMD is larger than 2 MiB, kernels
- * before "mm: use mapping_max_folio_order() for force_thp_readahead order"
- * fail madv_hugepage_2m.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,13 +96,13 @@ FIXTURE_TEARDOWN(advice)
 }
 
 /* Make and map the cold test file of @windows ra windows at RA_KB. */
-static int advice_file(struct ra_fs *fs, int *fd, char **map, size_t *size,
-		       size_t *ra, unsigned long *ra_pages, size_t windows)
+static int advice_file(struct _test_data_advice *self, size_t windows)
 {
-	*ra = RA_KB * 1024;
-	*size = windows * *ra;
-	*ra_pages = *ra / fs->page_size;
-	return ra_file_map(fs, *size, RA_KB, fd, map);
+	self->ra = RA_KB * 1024;
+	self->size = windows * self->ra;
+	self->ra_pages = self->ra / self->fs.page_size;
+	return ra_file_map(&self->fs, self->size, RA_KB, &self->fd,
+			   &self->map);
 }
 
 /*
@@ -132,20 +128,25 @@ static int touch_cached(const char *map, size_t off, size_t len, size_t ps)
 
 /*
  * MADV_RANDOM (VM_RAND_READ): a fault reads only the folio it needs, from
- * the first fault on, and a PG_readahead marker it reaches starts no
- * async readahead. Bound per fault: 10 folios. Healthy: 1 folio, 10x
- * under. Broken (read-around): ra_pages, 25x over (64 KiB folios on 4 KiB
- * pages) or more. The marker: bound ra_pages / 20 read past the window,
- * healthy none, broken half a window or more of async readahead, 10x over.
+ * the first fault on, and touching pages another reader brought in reads
+ * nothing more. Bound per fault: 10 folios. Healthy: 1 folio, 10x under.
+ * Broken (read-around): ra_pages, 25x over (64 KiB folios on 4 KiB pages)
+ * or more. Then the pages a plain mapping's fault read around, touched
+ * through the MADV_RANDOM mapping: the pages cached past them, against
+ * what the same touches through the plain mapping add there (the
+ * control, where async readahead reads on). Bound: a tenth of the
+ * control's. Healthy: none, the control half a window. Broken (async
+ * readahead for the advised mapping): half a window, the control a
+ * window, 5x over. A kernel whose plain reader reads nothing past
+ * either has nothing for the advice to stop: bound 0, and none read.
  */
 TEST_F(advice, madv_random)
 {
 	size_t ps = self->fs.page_size, probe, win, past_off;
-	long cached, bound, past;
+	long cached, bound, past, control;
 	int i, ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, RANDOM_WINDOWS);
+	ret = advice_file(self, RANDOM_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
@@ -188,17 +189,14 @@ TEST_F(advice, madv_random)
 	ASSERT_EQ(0, touch_cached(self->map, win, past_off - win, ps));
 	past = ra_cached_pages(self->fd, self->map, past_off,
 			       self->size - past_off);
-	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM faults on a read-around",
-			 past, "pages past it", self->ra_pages / 20,
-			 "async readahead runs for a VM_RAND_READ mapping",
-			 "window of %lu pages", self->ra_pages);
-	/* Control: the same touches through the plain mapping start it. */
 	ASSERT_EQ(0, touch_cached(self->map2, win, past_off - win, ps));
-	past = ra_cached_pages(self->fd, self->map, past_off,
-			       self->size - past_off);
-	ASSERT_LE((long)self->ra_pages / 4, past)
-		TH_LOG("the plain mapping read %ld pages past it: no marker to test",
-		       past);
+	control = ra_cached_pages(self->fd, self->map, past_off,
+				  self->size - past_off) - past;
+	RA_EXPECT_FIGURE(&self->fs, "MADV_RANDOM faults on a read-around",
+			 past, "pages past it", control / 10,
+			 "async readahead runs for a VM_RAND_READ mapping",
+			 "the same touches through a plain mapping add %ld",
+			 control);
 }
 
 /*
@@ -288,8 +286,7 @@ TEST_F(advice, madv_willneed)
 	char *vma;
 	int ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	ret = advice_file(self, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	vma = mmap(NULL, 2 * self->ra, PROT_READ, MAP_SHARED, self->fd,
@@ -304,8 +301,7 @@ TEST_F(advice, fadv_willneed)
 {
 	int ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	ret = advice_file(self, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	willneed(_metadata, &self->fs, self->fd, self->map, NULL, self->ra,
@@ -313,81 +309,78 @@ TEST_F(advice, fadv_willneed)
 }
 
 /*
- * POSIX_FADV_SEQUENTIAL, and POSIX_FADV_NORMAL after it if @normal, then
- * one cold fault at 4 ra through the plain mapping. Read-around reads the
- * file's ra window, 2 * ra_pages after POSIX_FADV_SEQUENTIAL and ra_pages
- * after POSIX_FADV_NORMAL; the count is of two windows on either side, so
- * that it does not hang on where the window lies (the window tests' job):
+ * A cold fault at 2 ra through the plain mapping (the control), then
+ * POSIX_FADV_SEQUENTIAL, POSIX_FADV_NORMAL after it if @normal, and a
+ * cold fault at 6 ra. Each fault's read is counted over two windows on
+ * either side of it, wherever the kernel places it:
  *
- *   2 ra      3 ra            4 ra            5 ra      6 ra
- *   |---------|=======,=======x=======,=======|---------|
- *              after SEQUENTIAL; after NORMAL only between the commas
+ *   0           2 ra          4 ra          6 ra          8 ra
+ *   |------------x------------|-------------x-------------|
+ *    control: no advice yet    after the advice
  *
- * The file is made here (advice_file()).
- *
- * Return: the pages of [2 ra, 6 ra) in the page cache, or -1 after a
- * skip.
+ * Return: the pages the advised fault read, or -1 after a skip;
+ * *@control, those the control read.
  */
-static long window_pages(struct __test_metadata *_metadata,
-			 struct ra_fs *fs, int *fd, char **map, size_t *size,
-			 size_t *ra, unsigned long *ra_pages, bool normal)
+static long advised_fault(struct __test_metadata *_metadata,
+			  struct _test_data_advice *self, bool normal,
+			  long *control)
 {
 	long pages;
 	int ret;
 
-	ret = advice_file(fs, fd, map, size, ra, ra_pages, FILE_WINDOWS);
-	if (!ra_ready(_metadata, ret, fs))
+	ret = advice_file(self, FILE_WINDOWS);
+	if (!ra_ready(_metadata, ret, &self->fs))
 		return -1;
-	ASSERT_EQ(0, posix_fadvise(*fd, 0, 0, POSIX_FADV_SEQUENTIAL));
+	FORCE_READ(self->map[2 * self->ra]);
+	*control = ra_cached_pages(self->fd, self->map, 0, 4 * self->ra);
+	ASSERT_LE(1, *control) TH_LOG("nothing read: the control fault did not happen");
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_SEQUENTIAL));
 	if (normal)
-		ASSERT_EQ(0, posix_fadvise(*fd, 0, 0, POSIX_FADV_NORMAL));
-	FORCE_READ((*map)[4 * *ra]);
-	pages = ra_cached_pages(*fd, *map, 2 * *ra, 4 * *ra);
-	ASSERT_LE(0, pages);
+		ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_NORMAL));
+	FORCE_READ(self->map[6 * self->ra]);
+	pages = ra_cached_pages(self->fd, self->map, 4 * self->ra, 4 * self->ra);
+	ASSERT_LE(1, pages) TH_LOG("nothing read: the fault did not happen");
 	return pages;
 }
 
 /*
- * POSIX_FADV_SEQUENTIAL doubles f_ra.ra_pages (f2fs: x seq_file_ra_mul,
- * 2 by default); read-around reads that. Bound: ra_pages / 10 short of
- * 2 * ra_pages. Healthy: none short. Broken (no doubling): 10x over.
+ * POSIX_FADV_SEQUENTIAL: the program will read the file in order, and a
+ * fault reads more of it than without the advice. Measured: the
+ * control's pages per 100 the advised fault read. Bound: 66, more than
+ * 1.5 times the control read. Healthy: 50, the window doubled (f2fs:
+ * times seq_file_ra_mul, 2 by default). Broken (the advice leaves the
+ * window as it is): 100.
  */
 TEST_F(advice, fadv_sequential)
 {
-	long pages;
+	long pages, control;
 
-	pages = window_pages(_metadata, &self->fs, &self->fd, &self->map,
-			     &self->size, &self->ra, &self->ra_pages, false);
+	pages = advised_fault(_metadata, self, false, &control);
 	if (pages < 0)
 		return;
-	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_SEQUENTIAL",
-			 2 * (long)self->ra_pages - pages,
-			 "pages short of twice ra_pages", self->ra_pages / 10,
-			 "POSIX_FADV_SEQUENTIAL did not double ra_pages",
-			 "%ld pages read", pages);
+	RA_EXPECT_FIGURE(&self->fs, "fault after POSIX_FADV_SEQUENTIAL, the control's read",
+			 100 * control / pages, "per 100 pages", 66,
+			 "POSIX_FADV_SEQUENTIAL did not widen the file's readahead",
+			 "%ld pages read, %ld by the control", pages, control);
 }
 
 /*
- * POSIX_FADV_NORMAL after POSIX_FADV_SEQUENTIAL puts the disk's ra_pages
- * back. Bound: ra_pages / 10 read beyond ra_pages. Healthy: none. Broken
- * (the doubled window kept): ra_pages beyond, 10x over. At least
- * ra_pages - ra_pages / 10 must be read, or there is no window to test.
+ * POSIX_FADV_NORMAL after POSIX_FADV_SEQUENTIAL: a fault reads no more
+ * than without advice. Measured: the pages the advised fault read per
+ * 100 the control read. Bound: 120. Healthy: 100. Broken (the widened
+ * window kept): 200.
  */
 TEST_F(advice, fadv_normal)
 {
-	long pages;
+	long pages, control;
 
-	pages = window_pages(_metadata, &self->fs, &self->fd, &self->map,
-			     &self->size, &self->ra, &self->ra_pages, true);
+	pages = advised_fault(_metadata, self, true, &control);
 	if (pages < 0)
 		return;
-	RA_EXPECT_FIGURE(&self->fs, "read-around after POSIX_FADV_NORMAL",
-			 pages - (long)self->ra_pages, "pages beyond ra_pages",
-			 self->ra_pages / 10,
-			 "POSIX_FADV_NORMAL left the doubled ra_pages of POSIX_FADV_SEQUENTIAL",
-			 "%ld pages read", pages);
-	ASSERT_LE((long)(self->ra_pages - self->ra_pages / 10), pages)
-		TH_LOG("only %ld pages read: no read-around to measure", pages);
+	RA_EXPECT_FIGURE(&self->fs, "fault after POSIX_FADV_SEQUENTIAL then POSIX_FADV_NORMAL",
+			 100 * pages / control, "per 100 pages of the control", 120,
+			 "POSIX_FADV_NORMAL left the window of POSIX_FADV_SEQUENTIAL",
+			 "%ld pages read, %ld by the control", pages, control);
 }
 
 /*
@@ -406,58 +399,50 @@ static bool no_2m_folio(struct __test_metadata *_metadata, struct ra_fs *fs)
 }
 
 /*
- * A MADV_HUGEPAGE fault reads the two aligned 2 MiB folios
- * (RA_THP_FOLIO_MAX) from the fault (forced THP readahead, capped at
- * 2 MiB in 7.3: where
- * the PMD is larger, 32 MiB on arm64 16 KiB pages and 512 MiB on 64 KiB,
- * folios of the largest page cache order would be read). Bounds: a tenth
- * of a 2 MiB folio, uncached inside the two folios and cached outside.
- * Healthy: none of either. Broken: uncapped, two folios of the mapping's
- * largest order cached (32 MiB on 16 KiB pages, 128 MiB on 64 KiB, 8 MiB
- * for ext4 there), 64x over or more; a plain read-around of 128 KiB
- * instead, 4 MiB less 128 KiB uncached, 19x over. On x86-64 the cap is
- * the PMD: only the second breakage can show there.
+ * MADV_HUGEPAGE: where the PMD is 2 MiB, the fault is mapped by a PMD
+ * (FilePmdMapped); wherever it is, the fault caches no more than a few
+ * 2 MiB folios (RA_THP_FOLIO_MAX): where the PMD is larger (32 MiB on
+ * arm64 16 KiB pages, 512 MiB on 64 KiB) no page cache folio is mapped
+ * by one, and larger folios only cost memory. Bound: 4 folios of 2 MiB
+ * cached in the file, and on a 2 MiB PMD, the fault PMD-mapped. Healthy:
+ * 2 folios, PMD-mapped. Broken: two folios of the mapping's largest
+ * order, 16 MiB (ext4 on 64 KiB pages) to 256 MiB (XFS there), 2x over
+ * or more; a small folio, not PMD-mapped.
  */
 TEST_F(advice, madv_hugepage_2m)
 {
-	size_t ps = self->fs.page_size, thp = RA_THP_FOLIO_MAX, fault, start;
+	size_t ps = self->fs.page_size, thp = RA_THP_FOLIO_MAX;
 	unsigned long pmd = read_pmd_pagesize();
-	long inside, outside, bound = thp / ps / 10;
+	long cached;
 	int ret;
 
 	if (!pmd)
 		SKIP(return, "transparent hugepages not available");
+	if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
+		SKIP(return, "THP disabled for this process (PR_SET_THP_DISABLE)");
 	if (no_2m_folio(_metadata, &self->fs))
 		return;
 	self->size = THP_FILE;
-	ret = ra_file_map(&self->fs, self->size, THP_RA_KB, &self->fd,
-			  &self->map);
+	ret = ra_file_prepare(&self->fs, self->size, THP_RA_KB, &self->fd);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
+	self->map = ra_map_pmd_aligned(self->fd, 0, self->size, thp);
+	ASSERT_NE(MAP_FAILED, self->map);
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_HUGEPAGE));
-
-	/*
-	 * A fault 3 MiB past 128 MiB: where the uncapped folio would start,
-	 * and well inside the file on every side:
-	 *
-	 *   128 MiB    130       131       134 MiB                 384 MiB
-	 *   |----------|=========x=========|---- ... uncapped ... -|
-	 *               two 2 MiB folios
-	 */
-	fault = (128UL << 20) + 3 * (thp / 2);
-	start = fault & ~(thp - 1);
-	FORCE_READ(self->map[fault]);
-	inside = ra_uncached_pages(self->fd, self->map, start, 2 * thp);
-	outside = ra_cached_pages(self->fd, self->map, 0, self->size) -
-		  ra_cached_pages(self->fd, self->map, start, 2 * thp);
-	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, outside two 2 MiB folios",
-			 outside, "pages cached", bound,
-			 "forced THP readahead folios not capped at 2 MiB (\"mm: use mapping_max_folio_order() for force_thp_readahead order\")",
+	/* 131 MiB: inside an uncapped folio of 128 MiB too */
+	FORCE_READ(self->map[(128UL << 20) + 3 * (thp / 2)]);
+	cached = ra_cached_pages(self->fd, self->map, 0, self->size);
+	ASSERT_LE(1, cached) TH_LOG("nothing read: the fault did not happen");
+	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault", cached,
+			 "pages cached", 4 * thp / ps,
+			 "forced THP readahead folios not capped at 2 MiB",
 			 "PMD %lu bytes", pmd);
-	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, the two 2 MiB folios",
-			 inside, "pages left uncached", bound,
-			 "no forced THP readahead, a plain read-around",
-			 "PMD %lu bytes", pmd);
+	if (pmd == thp)
+		RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, PMD-mapped",
+				 !check_huge_file(self->map, self->size, 1, thp),
+				 "not PMD-mapped", 0,
+				 "no forced THP readahead, a small folio",
+				 "PMD %lu bytes", pmd);
 }
 
 /*
@@ -530,48 +515,51 @@ TEST_F(advice, madv_sequential_after_random)
 }
 
 /*
- * MADV_SEQUENTIAL reads ahead of a fault, not around it
- * (page_cache_sync_ra() from the faulting page): a program that starts
- * reading a file in order from its middle gets nothing read behind its
- * start, and a window ahead of it. Measured: pages cached in the window
- * below one cold fault at 4 ra through a MADV_SEQUENTIAL mapping, and
- * pages of the window from the fault left uncached; 4 ra is a multiple
- * of the window, and so of any folio, so that no folio reaches below the
- * fault. Bounds: ra_pages / 20 below, ra_pages / 10 uncached ahead.
- * Healthy: none of either. Broken: read around the fault, as without
- * advice, ra_pages / 2 below, 10x over; or the fault's folio only, as
- * MADV_RANDOM, ra_pages less a folio uncached ahead, 9x over or more.
+ * MADV_SEQUENTIAL: a program that starts reading a file in order from
+ * its middle needs what lies ahead of its start, not what lies behind
+ * it. Measured: a cold fault at 4 ra through the MADV_SEQUENTIAL mapping,
+ * against a cold fault at 2 ra before the advice (the control): of the
+ * pages the control read from its fault on, those left uncached from the
+ * advised fault on; and the pages cached in the window below the advised
+ * fault (4 ra is a multiple of any folio: none holding the fault starts
+ * below it). Bounds: a tenth of the control's, and a folio. Healthy: none
+ * of either (a window read from the fault, the control half a window).
+ * Broken: read around the fault, as the control, half a window below,
+ * ra_pages / 2 over a bound of 1 (16 on 64 KiB folios); the fault's folio
+ * only, as MADV_RANDOM, the control's pages less a folio uncached, 9x
+ * over or more.
  *
- *   3 ra                 4 ra                  5 ra
- *   |--------------------x=====================|
- *    below: must stay     ^ the fault, then what
- *    cold                   MADV_SEQUENTIAL reads
+ *   1.5 ra  2 ra  2.5 ra  3 ra                 4 ra                 5 ra
+ *   |=======x=======|-----|--------------------x====================|
+ *    control read-around   below: must stay     ^ advised fault, then
+ *                          cold                   what it reads
  */
 TEST_F(advice, madv_sequential_ahead)
 {
-	long below, ahead;
+	size_t ps = self->fs.page_size;
+	long control, below, ahead;
 	int ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	ret = advice_file(self, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
+	FORCE_READ(self->map[2 * self->ra]);
+	control = ra_cached_pages(self->fd, self->map, 2 * self->ra, self->ra);
+	ASSERT_LE(1, control) TH_LOG("nothing read: the control fault did not happen");
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
 	FORCE_READ(self->map[4 * self->ra]);
 	below = ra_cached_pages(self->fd, self->map, 3 * self->ra, self->ra);
-	ahead = ra_cached_pages(self->fd, self->map, 4 * self->ra, self->ra);
+	ahead = ra_uncached_pages(self->fd, self->map, 4 * self->ra,
+				  control * ps);
 	ASSERT_LE(0, below);
-	ASSERT_LE(1, ahead) TH_LOG("nothing read: the fault did not happen");
 	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, the window below it",
-			 below, "pages cached", self->ra_pages / 20,
+			 below, "pages cached", self->folio / ps,
 			 "VM_SEQ_READ faults read around instead of ahead",
-			 "%ld pages cached in the window from the fault",
-			 ahead);
-	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, the window from it",
-			 (long)self->ra_pages - ahead, "pages left uncached",
-			 self->ra_pages / 10,
+			 "%ld of %ld left uncached ahead", ahead, control);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, as far ahead as the control",
+			 ahead, "pages left uncached", control / 10,
 			 "VM_SEQ_READ faults read their folio only, as VM_RAND_READ ones",
-			 "%ld pages cached below", below);
+			 "the control read %ld from its fault on", control);
 }
 
 /*
@@ -596,8 +584,7 @@ TEST_F(advice, madv_normal_after_random)
 	char *plain;
 	int ret;
 
-	ret = advice_file(&self->fs, &self->fd, &self->map, &self->size,
-			  &self->ra, &self->ra_pages, FILE_WINDOWS);
+	ret = advice_file(self, FILE_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	plain = mmap(NULL, self->size, PROT_READ, MAP_SHARED, self->fd, 0);
