@@ -175,8 +175,7 @@ $(CG_BINS): CFLAGS += -I $(CG_INC)
 
 # An mm test with this project's cases: its file with the patch applied
 # (as is where the patch is in already: a tree it was installed in),
-# built with mm's warnings and hugepage_settings.c, and linked with the
-# lib.
+# built with mm's warnings and hugepage_settings.c, without the lib.
 $(OUTPUT)/%.c: $(KSFT_DIR)/mm/%.c $(TOP)/selftests-mm/%.patch
 	@mkdir -p $(OUTPUT)
 	if patch -s -R -f --dry-run -o /dev/null $< $(word 2,$^) > /dev/null 2>&1; \
@@ -187,10 +186,9 @@ $(OUTPUT)/hugepage_settings.o: $(KSFT_DIR)/mm/hugepage_settings.c \
 	@mkdir -p $(OUTPUT)
 	$(CC) $(VM_UTIL_CFLAGS) -c -o $@ $<
 
-$(PATCHED_BINS): $(OUTPUT)/%: $(OUTPUT)/%.c $(LIB) $(HDRS) $(OUTPUT)/vm_util.o \
+$(PATCHED_BINS): $(OUTPUT)/%: $(OUTPUT)/%.c $(OUTPUT)/vm_util.o \
 		 $(OUTPUT)/hugepage_settings.o $(KSFT_DIR)/kselftest_harness.h
-	$(CC) $(VM_UTIL_CFLAGS) -I $(KSFT_DIR)/mm -I $(TOP)/lib \
-		$(LDFLAGS) \
+	$(CC) $(VM_UTIL_CFLAGS) -I $(KSFT_DIR)/mm $(LDFLAGS) \
 		-o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 $(OUTPUT)/run-suite.sh: $(TOP)/scripts/run-suite.sh

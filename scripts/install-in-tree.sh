@@ -13,9 +13,8 @@
 #
 # What changes in the tree's mm directory:
 #   - the tests and lib/*.[ch] are copied in; a patch is applied to the
-#     tree (unless it is in already), and its test linked with the lib
-#     (Makefile) and run in its category with its cases only
-#     (run_vmtests.sh: prctl_thp_disable in "thp");
+#     tree (unless it is in already), and its test run in its category
+#     with its cases only (run_vmtests.sh: prctl_thp_disable in "thp");
 #   - Makefile: the lib's headers in LOCAL_HDRS; before the TEST_PROGS
 #     lines, each test installed named in READAHEAD_TESTS, or in
 #     READAHEAD_CGROUP_TESTS when it includes ra_cgroup.h (thrash), at its
@@ -184,11 +183,9 @@ if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
 	add_after_last '^LOCAL_HDRS \+= ' 'LOCAL_HDRS += $(selfdir)/mm/ra_cgroup.h' "$mk"
 fi
 
-# mm's tests with this project's cases: linked with the lib as the
-# readahead tests are, and run with those cases only, after the last run
-# line of their category.
+# mm's tests with this project's cases: run with those cases only, after
+# the last run line of their category.
 for t in $patched; do
-	add_after_last '^\$\(READAHEAD_BINS\): LDLIBS' "\$(OUTPUT)/$t: $lib_c" "$mk"
 	case $t in
 	prctl_thp_disable) cat=thp run="./$t -f prctl_thp_disable_file" ;;
 	esac

@@ -36,17 +36,41 @@ stop() {
 	# shellcheck disable=SC2046 # a list of pids
 	kill -TERM $(below $$) 2>/dev/null
 	wait
-	rm -f "$out"
+	clean
 	exit "$1"
 }
-trap 'rm -f "$out"' EXIT
+# prctl_thp_disable: its prctl_thp_disable_file fixture (the runner's
+# per-test arguments). Its cases make their file in the directory they
+# run from, the kselftest runner's directory of the test: it runs last,
+# from a loop XFS that holds a link to it (in QEMU this directory is on
+# tmpfs, where the cases skip), or from here when none can be made. The
+# XFS is there only meanwhile: its log takes 64 MiB (of memory, on tmpfs).
+KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
+export KSELFTEST_PRCTL_THP_DISABLE_ARGS
+xfs=$(mktemp -d "${TMPDIR:-/tmp}/prctl_thp_disable.XXXXXX") || exit 1
+xfs_run() {
+	if truncate -s 300M "$xfs.img" && mkfs.xfs -q "$xfs.img" &&
+	   mount -o loop "$xfs.img" "$xfs" 2> /dev/null &&
+	   ln -s "$BASE_DIR/prctl_thp_disable" "$xfs/"; then
+		run_many "$xfs/prctl_thp_disable"
+	else
+		run_many ./prctl_thp_disable
+	fi
+	xfs_clean
+}
+xfs_clean() {
+	! grep -q " $xfs " /proc/mounts || umount "$xfs" || umount -l "$xfs"
+	rm -f "$xfs.img"
+}
+clean() {
+	rm -f "$out"
+	xfs_clean
+	[ ! -d "$xfs" ] || rmdir "$xfs"
+}
+trap clean EXIT
 trap 'stop 129' HUP
 trap 'stop 130' INT
 trap 'stop 143' TERM
-# prctl_thp_disable: its prctl_thp_disable_file fixture (the runner's
-# per-test arguments).
-KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
-export KSELFTEST_PRCTL_THP_DISABLE_ARGS
 if [ -n "${RA_ONLY:-}" ]; then
 	# shellcheck disable=SC2046,SC2086 # a list of names
 	set -- $(printf './%s\n' $RA_ONLY)
@@ -54,6 +78,18 @@ else
 	set -- ./readahead_*
 	[ ! -x ./prctl_thp_disable ] || set -- "$@" ./prctl_thp_disable
 fi
-run_many "$@" | tee "$out" &
+prctl=0
+for t; do
+	shift
+	if [ "$t" = ./prctl_thp_disable ]; then
+		prctl=1
+	else
+		set -- "$@" "$t"
+	fi
+done
+{
+	[ $# -eq 0 ] || run_many "$@"
+	[ "$prctl" = 0 ] || xfs_run
+} | tee "$out" &
 wait $!
 ! grep -q '^not ok' "$out"

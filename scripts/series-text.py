@@ -335,8 +335,9 @@ def figure_table(cases, good_cols, bad_cols):
 
 def run_line(name):
     if sp.patched(name):
-        return wrap('To run them, as root, in tools/testing/selftests/mm: '
-                    './%s -f %s.' % (name, sp.fixture_of(name)))
+        return wrap('To run them, from a directory on XFS or ext4 (their '
+                    'file is made there): tools/testing/selftests/mm/%s -f '
+                    '%s.' % (name, sp.fixture_of(name)))
     return wrap('To run it, as root, in tools/testing/selftests/mm: ./%s '
                 '(-l lists its cases, -r FIXTURE.VARIANT.TEST runs one).'
                 % name)
@@ -441,11 +442,13 @@ def test_changelog(name, series, variants=None, extends=False):
         subject = 'selftests/mm: %s: add %s cases' % (name,
                                                       sp.fixture_of(name))
         body = [reflow(comment), '', wrap(
-            'They use the readahead category\'s helpers for a filesystem '
-            'of their own. run_vmtests.sh has not run %s so far: it now '
-            'runs these cases only (-f %s), in the thp category; whether '
-            'the others join them stays their own change.' % (
-                name, sp.fixture_of(name)))]
+            'They make their file in the current directory (unlinked at '
+            'once), so that its filesystem is the one tested, and skip '
+            'where the MADV_HUGEPAGE mapping gets no PMD mapping (tmpfs, '
+            'a filesystem without large folios). run_vmtests.sh has not '
+            'run %s so far: it now runs these cases only (-f %s), in the '
+            'thp category; whether the others join them stays their own '
+            'change.' % (name, sp.fixture_of(name)))]
     else:
         subject = 'selftests/mm: add %s test' % name
         tail = subject_tail(title)
@@ -591,8 +594,7 @@ REVIEW_NOTES = [
     'A filesystem per kind of filesystem (loop device over tmpfs, mkfs, '
     'mount, in the binary\'s private mount namespace, made by main() '
     'before test_harness_run(), inherited by the tests the harness '
-    'forks; mm\'s prctl_thp_disable, linked with the lib for its file '
-    'cases, calls it too): what gives a case its block size and '
+    'forks): what gives a case its block size and '
     'read_ahead_kb without touching the disk CI runs from, and what '
     'leaves no mount, file or loop device behind a killed test.',
     'The Makefile and run_vmtests.sh name each test: the series that '

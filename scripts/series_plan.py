@@ -130,8 +130,12 @@ def tests_of(name):
 
 
 def cases_of(name, rows, variants=None):
-    """The cases of a test file, as expected.tsv names them."""
+    """The cases of a test file, as expected.tsv names them (FIXTURE.TEST
+    where the fixture has no variants)."""
     fx = fixture_of(name)
+    if not variants_of(name):
+        return sorted(c for c in ('%s.%s' % (fx, t) for t in tests_of(name))
+                      if c in rows)
     vs = variants_of(name) if variants is None else variants
     return sorted(c for c in ('%s.%s.%s' % (fx, v, t)
                               for v in vs for t in tests_of(name))

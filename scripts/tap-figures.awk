@@ -7,9 +7,10 @@
 #
 #   awk -f scripts/tap-figures.awk TAPFILE
 #
-# The TAP is the harness's as a test binary prints it ("ok 3 f.v.t") or
-# as the kselftest runner nests it ("# ok 3 f.v.t"). Figures are the
-# lines lib/ra_cache.c's ra_figure() prints:
+# The TAP is the harness's as a test binary prints it ("ok 3 f.v.t", or
+# "ok 3 f.t" for a fixture without variants) or as the kselftest runner
+# nests it ("# ok 3 f.v.t"). Figures are the lines lib/ra_cache.c's
+# ra_figure() prints:
 #   "figure <what>: <measured> <unit>, bound <bound>, ra_pages ..."
 # A test that prints several (one per window) is shown by the one
 # nearest to or furthest past its bound.
@@ -30,7 +31,7 @@
 }
 /Test terminated by timeout/ && t != "" { timeout[t] = 1 }
 { sub(/^(# )+/, "") }
-/^(not ok|ok) [0-9]+ [a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+/ {
+/^(not ok|ok) [0-9]+ [a-z0-9_]+\.[a-z0-9_]+(\.[a-z0-9_]+)?( |$)/ {
 	name = $1 == "not" ? $4 : $3
 	v = $1 == "not" ? "FAIL" : ($0 ~ /# SKIP/ ? "skip" : "ok")
 	why = ""
