@@ -364,7 +364,7 @@ over /tmp, a sparse image per kind on a loop device with
 LO_FLAGS_AUTOCLEAR, formatted and mounted, so that no mount, file or
 loop device is left behind even when the binary is killed; the tests
 the harness forks inherit them. mkfs runs once per kind, not per test:
-under TCG, where robots boot kernels they cannot run natively,
+under TCG (a kernel of another architecture on a CI machine),
 mkfs.xfs writing its 64 MiB log took 0.33 s of a test's 0.45 s floor.
 What tests share is the filesystem's metadata and caches: each gets a
 new file, opened cold and checked, and sets its own read_ahead_kb,

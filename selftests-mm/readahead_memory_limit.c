@@ -20,7 +20,7 @@
  * none of either. Broken (readahead charged without __GFP_NORETRY): the
  * reader killed in its first window. Healthy: a window cut short each
  * time, every page read. A readahead that loops on -ENOMEM (the hang
- * 0fd44ab213bc fixed; Debian's 6.1 stalls in some runs) shows as the
+ * 0fd44ab213bc fixed; 6.1 stalls in some runs) shows as the
  * harness's timeout only: no verdict hangs on a clock. Only order <= 3
  * folios (PAGE_ALLOC_COSTLY_ORDER) can meet an OOM kill at a memcg charge
  * (mm/memcontrol.c), so only windows read in such folios can show the
