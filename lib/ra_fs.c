@@ -319,8 +319,8 @@ static void put_back_ra(void)
 }
 
 /*
- * Why no filesystem can be made here, or NULL. In a user namespace,
- * where unshare() works, no loop device is free to the test.
+ * Why no filesystem can be made here, or NULL: a normal user's
+ * unshare() fails with EPERM.
  */
 static const char *no_fs(void)
 {
