@@ -307,10 +307,11 @@ run_tests: all
 
 # What the build and run_tests need: "make deps run_tests" (or "make
 # deps all", for this machine's ARCH) installs only these; "make deps"
-# with any other goal, or alone, installs DEBS, what any target needs.
+# with any other goal, or alone, installs DEBS, what any target needs
+# (libcap-dev, libnuma-dev: mm's own tests, for the in-tree install).
 RUN_DEBS := gcc make libc6-dev patch perl util-linux mount procps xz-utils \
 	e2fsprogs xfsprogs btrfs-progs f2fs-tools
-DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev python3 \
+DEBS := $(RUN_DEBS) clang bc bison flex libelf-dev libnuma-dev libcap-dev python3 \
 	libssl-dev qemu-system-x86 busybox-static cpio kmod dash \
 	qemu-system-arm qemu-system-ppc gcc-aarch64-linux-gnu \
 	gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross \
