@@ -170,10 +170,12 @@ size_t ra_walk_bytes(unsigned long ra_kb)
  * @off: file offset @addr maps, in bytes
  * @npages: number of pages to touch
  * @backwards: walk from the last page to the first
- * @limit: stop once more than this many major faults were taken
+ * @limit: stop once more than this many pages were missed (each one is
+ *	also a major fault: a walk bounded in either stops past its bound)
  * @walk: result: faults taken, pages touched, whether it stopped early
  *
- * The counter is read every 16 pages. Every 16 MiB, the 16 MiB lying 16
+ * The counter is read every 16 pages, and mincore() looks ahead 16
+ * pages at a time for @walk->missed. Every 16 MiB, the 16 MiB lying 16
  * to 32 MiB behind the walk are dropped (ra_drop_range()), so that on a
  * small machine no page cache left behind forces the direct reclaim
  * under which readahead's __GFP_NORETRY allocations fail: major faults
@@ -183,18 +185,31 @@ size_t ra_walk_bytes(unsigned long ra_kb)
 void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 		   bool backwards, long limit, struct ra_walk *walk)
 {
-	size_t ps = psize(), zap = RA_WALK_ZAP / ps, i, first;
+	size_t ps = psize(), zap = RA_WALK_ZAP / ps, i, first, idx, lo = 0, n;
+	unsigned char vec[RA_WALK_CHECK], one;
 	long start = ra_majflt();
 
 	walk->stopped = false;
+	walk->missed = 0;
 	for (i = 0; i < npages && !walk->stopped; i++) {
-		FORCE_READ(addr[(backwards ? npages - 1 - i : i) * ps]);
+		idx = backwards ? npages - 1 - i : i;
+		/* What the next pages hold; one found missing is looked at again */
+		if (i % RA_WALK_CHECK == 0) {
+			n = npages - i < RA_WALK_CHECK ? npages - i : RA_WALK_CHECK;
+			lo = backwards ? idx + 1 - n : idx;
+			if (mincore((void *)(addr + lo * ps), n * ps, vec))
+				memset(vec, 1, sizeof(vec));
+		}
+		if (!(vec[idx - lo] & 1) &&
+		    !mincore((void *)(addr + idx * ps), ps, &one) && !(one & 1))
+			walk->missed++;
+		FORCE_READ(addr[idx * ps]);
 		if ((i + 1) % zap == 0 && i + 1 >= 2 * zap) {
 			first = backwards ? npages - (i + 1 - zap) : i + 1 - 2 * zap;
 			ra_drop_range(fd, addr - off, off + first * ps, zap * ps);
 		}
 		if ((i + 1) % RA_WALK_CHECK == 0)
-			walk->stopped = ra_majflt() - start > limit;
+			walk->stopped = walk->missed > limit;
 	}
 	walk->touched = i;
 	walk->majflt = ra_majflt() - start;

@@ -37,11 +37,15 @@
 /**
  * struct ra_walk - result of a page walk
  * @majflt: major faults taken by the walk
+ * @missed: pages not in the page cache when the walk reached them: each
+ *	one a read the walk waited for, where a retried fault counted major
+ *	after async readahead (kernels without per-VMA locks) is not one
  * @touched: pages touched before the walk ended
- * @stopped: true when the walk ended early because @majflt passed the limit
+ * @stopped: true when the walk ended early because @missed passed the limit
  */
 struct ra_walk {
 	long majflt;
+	long missed;
 	size_t touched;
 	bool stopped;
 };

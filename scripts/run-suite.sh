@@ -8,6 +8,17 @@
 # test failed; 129, 130, 143 on SIGHUP, SIGINT, SIGTERM.
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
+# In a mount namespace of its own, with a tmpfs on /tmp, what the run
+# mounts and writes (prctl_thp_disable's loop XFS below, the TAP copy)
+# goes with its last process, even one killed by SIGKILL. Without the
+# right to make one (not root), it runs where it is.
+if [ -z "${RA_SUITE_NS:-}" ] && unshare -m --propagation private true 2>/dev/null; then
+	RA_SUITE_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+if [ -n "${RA_SUITE_NS:-}" ]; then
+	mount -t tmpfs -o mode=1777 ra-suite /tmp || exit 1
+	TMPDIR=/tmp
+fi
 cd "$BASE_DIR" || exit 1
 # shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"
