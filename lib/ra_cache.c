@@ -71,34 +71,6 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 }
 
 /**
- * ra_figure() - print a measured figure in the suite's one figure format
- * @fs: filesystem the figure was measured on
- * @what: what was measured, e.g. "in-order read after random faults"
- * @measured: the figure, in @unit
- * @unit: unit of @measured and @bound: "major faults", "pages", ...
- * @bound: the test's bound on @measured, in @unit
- * @fmt: printf format of a note on the figure, printed after "; "
- *
- * Prints "figure <what>: <measured> <unit>, bound <bound>, ra_pages <n>,
- * folio <bytes> bytes; <note>" as a TAP comment: ra_pages and the folio
- * size are what every bound of the suite is derived from; scripts that
- * tabulate runs read this format.
- */
-void ra_figure(const struct ra_fs *fs, const char *what, long measured,
-	       const char *unit, long bound, const char *fmt, ...)
-{
-	char note[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(note, sizeof(note), fmt, ap);
-	va_end(ap);
-	ksft_print_msg("figure %s: %ld %s, bound %ld, ra_pages %lu, folio %lu bytes; %s\n",
-		       what, measured, unit, bound, ra_pages(fs),
-		       ra_folio_size(fs), note);
-}
-
-/**
  * ra_resident_pages() - count resident pages in a mapping, by mincore()
  * @addr: page-aligned start of the range
  * @len: length of the range in bytes
@@ -262,36 +234,6 @@ size_t ra_slot_spot(size_t base, size_t len, size_t folio,
 }
 
 /**
- * ra_random_phase() - fault single pages far apart, in a fixed random order
- * @map: mapping of the file
- * @nr: number of faults, at most RA_RANDOM_MAX
- * @spacing: bytes between two faulted pages, so that no fault lands in
- *	another's read-around window
- *
- * Touches page 0, @spacing, 2 * @spacing, ... of @map in a fixed order.
- * Each touch is a page cache miss that the fault path counts in
- * file->f_ra.mmap_miss (but on a VM_EXEC mapping).
- *
- * Return: the major faults taken, or -1 when @nr is above RA_RANDOM_MAX.
- */
-long ra_random_phase(const char *map, unsigned int nr, size_t spacing)
-{
-	unsigned int order[RA_RANDOM_MAX], i;
-	long start, majflt;
-
-	if (nr > RA_RANDOM_MAX)
-		return -1;
-	ra_shuffle(order, nr, 12345);
-	start = ra_majflt();
-	for (i = 0; i < nr; i++)
-		FORCE_READ(map[order[i] * spacing]);
-	majflt = ra_majflt() - start;
-	ksft_print_msg("random phase: %ld major faults for %u faults %zu bytes apart\n",
-		       majflt, nr, spacing);
-	return majflt;
-}
-
-/**
  * ra_thrash_bound() - most pages a fault of a thrashing reader may read
  * @fs: filesystem of the file, at the read_ahead_kb of the faults
  *
@@ -369,22 +311,6 @@ long ra_cached_pages(int fd, const char *map, size_t off, size_t len)
 	if (!syscall(__NR_cachestat, fd, &range, &cs, 0))
 		return cs.nr_cache;
 	return map ? ra_resident_pages(map + off, len) : -1;
-}
-
-/**
- * ra_uncached_pages() - pages of a file range not in the page cache
- * @fd: the file
- * @map: a mapping of the whole file, from offset 0
- * @off: file offset of the range in bytes, page-aligned
- * @len: length of the range in bytes, a whole number of pages
- *
- * Return: the number of pages, or -1 on error (errno set).
- */
-long ra_uncached_pages(int fd, const char *map, size_t off, size_t len)
-{
-	long n = ra_cached_pages(fd, map, off, len);
-
-	return n < 0 ? n : (long)(len / psize()) - n;
 }
 
 /**

@@ -28,9 +28,6 @@
 /* The largest folio forced THP readahead (VM_HUGEPAGE) builds: 2 MiB. */
 #define RA_THP_FOLIO_MAX	(2UL << 20)
 
-/* Most faults ra_random_phase() takes. */
-#define RA_RANDOM_MAX		(4 * RA_MMAP_LOTSAMISS)
-
 /* Set to 1 to walk whole regions even after a bound is exceeded. */
 #define RA_ENV_FULL		"READAHEAD_FULL_RUN"
 
@@ -57,60 +54,72 @@ long ra_limit(long bound);
 void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 		   bool backwards, long limit, struct ra_walk *walk);
 size_t ra_walk_bytes(unsigned long ra_kb);
-void ra_figure(const struct ra_fs *fs, const char *what, long measured,
-	       const char *unit, long bound, const char *fmt, ...)
-	__printf(6, 7);
 void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed);
 size_t ra_slot_spot(size_t base, size_t len, size_t folio,
 		    unsigned int *seed);
-long ra_random_phase(const char *map, unsigned int nr, size_t spacing);
 long ra_thrash_bound(const struct ra_fs *fs);
 char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd);
 unsigned long ra_isqrt(unsigned long n);
 long ra_cached_pages(int fd, const char *map, size_t off, size_t len);
-long ra_uncached_pages(int fd, const char *map, size_t off, size_t len);
 void ra_drop_range(int fd, const char *map, size_t off, size_t len);
 
 #ifdef __KSELFTEST_HARNESS_H
 /**
- * RA_EXPECT_FIGURE() - print a figure (ra_figure()) and check its bound
+ * RA_EXPECT_FIGURE() - print a figure and check its bound
  * @fs: filesystem the figure was measured on
  * @what: what was measured
  * @measured: the figure, in @unit
  * @unit: unit of @measured and @bound
  * @bound: the test fails when @measured is above it
  * @suspect: the mechanism a figure above @bound points to, printed then
- * @fmt: printf format of the figure's note, with its arguments
+ * @fmt: printf format (a literal) of the figure's note, with its arguments
+ *
+ * Prints "figure <what>: <measured> <unit>, bound <bound>, ra_pages <n>,
+ * folio <bytes> bytes; <note>": ra_pages and the folio size are what
+ * every bound of the suite is derived from; scripts that tabulate runs
+ * read this format.
  */
 #define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
 	do {								\
 		long __ra_fig = (measured), __ra_lim = (bound);		\
 									\
-		ra_figure(fs, what, __ra_fig, unit, __ra_lim, fmt,	\
-			  ##__VA_ARGS__);					\
+		ksft_print_msg("figure %s: %ld %s, bound %ld, ra_pages %lu, folio %lu bytes; " \
+			       fmt "\n", what, __ra_fig, unit, __ra_lim,	\
+			       (fs)->ra_kb * 1024 / (fs)->page_size,	\
+			       ra_folio_size(fs),			\
+			       ##__VA_ARGS__);				\
 		EXPECT_LE(__ra_fig, __ra_lim)				\
 			TH_LOG("suspected: %s", suspect);		\
 	} while (0)
 
 /**
- * ra_assert_random_phase() - ra_random_phase(), asserted to be misses
+ * ra_assert_random_phase() - fault single pages far apart, all misses
  * @_metadata: the running test
  * @map: mapping of the file
- * @nr: number of faults, above MMAP_LOTSAMISS
- * @spacing: bytes between two faulted pages
+ * @nr: number of faults, above MMAP_LOTSAMISS, at most 4 times it
+ * @spacing: bytes between two faulted pages, so that no fault lands in
+ *	another's read-around window
  *
- * Fails the test unless at least two thirds of the faults were major:
- * without real page cache misses mmap_miss never passes the limit and
- * the test proves nothing.
+ * Touches page 0, @spacing, 2 * @spacing, ... of @map in a fixed random
+ * order: each touch a page cache miss that the fault path counts in
+ * file->f_ra.mmap_miss (but on a VM_EXEC mapping). Fails the test unless
+ * at least two thirds of them were major faults: without real misses
+ * mmap_miss never passes the limit and the test proves nothing.
  */
 static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
 					  const char *map, unsigned int nr,
 					  size_t spacing)
 {
-	long majflt;
+	unsigned int order[4 * RA_MMAP_LOTSAMISS], i;
+	long majflt = ra_majflt();
 
-	ASSERT_LE(nr, (unsigned int)RA_RANDOM_MAX);
-	majflt = ra_random_phase(map, nr, spacing);
+	ASSERT_LE(nr, ARRAY_SIZE(order));
+	ra_shuffle(order, nr, 12345);
+	for (i = 0; i < nr; i++)
+		FORCE_READ(map[order[i] * spacing]);
+	majflt = ra_majflt() - majflt;
+	ksft_print_msg("random phase: %ld major faults for %u faults %zu bytes apart\n",
+		       majflt, nr, spacing);
 	ASSERT_GE(majflt, 2 * (long)nr / 3)
 		TH_LOG("random faults were not page cache misses: the test proves nothing");
 }

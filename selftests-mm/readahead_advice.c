@@ -95,6 +95,14 @@ FIXTURE_TEARDOWN(advice)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
+/* Pages of a file range, a whole number of them, not in the page cache. */
+static long uncached_pages(int fd, const char *map, size_t off, size_t len)
+{
+	long n = ra_cached_pages(fd, map, off, len);
+
+	return n < 0 ? n : (long)(len / psize()) - n;
+}
+
 /* Make and map the cold test file of @windows ra windows at RA_KB. */
 static int advice_file(struct _test_data_advice *self, size_t windows)
 {
@@ -259,24 +267,24 @@ TEST_F(advice, madv_random_exec)
 static void willneed(struct __test_metadata *_metadata, struct ra_fs *fs,
 		     int fd, char *map, char *vma, size_t ra, bool madv)
 {
-	unsigned long ra_pages = ra / fs->page_size;
+	unsigned long advised = ra / fs->page_size;
 	long inside, outside;
 	int err;
 
 	err = madv ? madvise(vma, ra, MADV_WILLNEED) :
 		     posix_fadvise(fd, 2 * ra, ra, POSIX_FADV_WILLNEED);
 	ASSERT_EQ(0, err);
-	inside = ra_uncached_pages(fd, map, 2 * ra, ra);
+	inside = uncached_pages(fd, map, 2 * ra, ra);
 	outside = ra_cached_pages(fd, map, 0, FILE_WINDOWS * ra) -
 		  ra_cached_pages(fd, map, 2 * ra, ra);
 	RA_EXPECT_FIGURE(fs, madv ? "MADV_WILLNEED range" :
 			 "POSIX_FADV_WILLNEED range", inside,
-			 "pages left uncached", ra_pages / 10,
+			 "pages left uncached", advised / 10,
 			 "WILLNEED read nothing, or another range",
-			 "of %lu pages advised", ra_pages);
+			 "of %lu pages advised", advised);
 	RA_EXPECT_FIGURE(fs, madv ? "MADV_WILLNEED outside the range" :
 			 "POSIX_FADV_WILLNEED outside the range", outside,
-			 "pages cached", ra_pages / 10,
+			 "pages cached", advised / 10,
 			 "WILLNEED read another range than advised",
 			 "file of %d ra windows", FILE_WINDOWS);
 }
@@ -549,7 +557,7 @@ TEST_F(advice, madv_sequential_ahead)
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
 	FORCE_READ(self->map[4 * self->ra]);
 	below = ra_cached_pages(self->fd, self->map, 3 * self->ra, self->ra);
-	ahead = ra_uncached_pages(self->fd, self->map, 4 * self->ra,
+	ahead = uncached_pages(self->fd, self->map, 4 * self->ra,
 				  control * ps);
 	ASSERT_LE(0, below);
 	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, the window below it",

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "vm_util.h"
 #include "ra_fs.h"
 #include "ra_cache.h"
 

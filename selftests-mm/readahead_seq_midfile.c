@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "vm_util.h"
 #include "ra_fs.h"
 #include "ra_cache.h"
 
