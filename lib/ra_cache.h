@@ -81,13 +81,13 @@ void ra_drop_range(int fd, const char *map, size_t off, size_t len);
  */
 #define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
 	do {								\
+		const struct ra_fs *__ra_fs = (fs);			\
 		long __ra_fig = (measured), __ra_lim = (bound);		\
 									\
 		ksft_print_msg("figure %s: %ld %s, bound %ld, ra_pages %lu, folio %lu bytes; " \
 			       fmt "\n", what, __ra_fig, unit, __ra_lim,	\
-			       (fs)->ra_kb * 1024 / (fs)->page_size,	\
-			       ra_folio_size(fs),			\
-			       ##__VA_ARGS__);				\
+			       __ra_fs->ra_kb * 1024 / __ra_fs->page_size,	\
+			       ra_folio_size(__ra_fs), ##__VA_ARGS__);	\
 		EXPECT_LE(__ra_fig, __ra_lim)				\
 			TH_LOG("suspected: %s", suspect);		\
 	} while (0)

@@ -291,13 +291,6 @@ static int fs_make(struct ra_made *m, const struct ra_fs_kind *kind)
 	snprintf(img, sizeof(img), "%s.img", m->dir);
 	if (mkdir(m->dir, 0700))
 		return -1;
-	/* F2FS_BLKSIZE is PAGE_SIZE; mkfs.f2fs makes blocks of 4 KiB. */
-	if (!strcmp(kind->type, "f2fs") && kind->block_size != psize()) {
-		snprintf(m->why, sizeof(m->why),
-			 "f2fs blocks are the page size (F2FS_BLKSIZE): %u, not %lu",
-			 psize(), kind->block_size);
-		return KSFT_SKIP;
-	}
 	fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;

@@ -8,17 +8,18 @@
 # test failed; 129, 130, 143 on SIGHUP, SIGINT, SIGTERM.
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
-# In a mount namespace of its own, with a tmpfs on /tmp, what the run
-# mounts and writes (prctl_thp_disable's loop XFS below, the TAP copy)
-# goes with its last process, even one killed by SIGKILL. Without the
-# right to make one (not root), it runs where it is.
+# In a mount namespace of its own, with a tmpfs on /tmp (unless the
+# tests lie there), what the run mounts and writes (prctl_thp_disable's
+# loop XFS below) goes with its last process, even one killed by
+# SIGKILL. Without the right to make one (not root), it runs where it is.
 if [ -z "${RA_SUITE_NS:-}" ] && unshare -m --propagation private true 2>/dev/null; then
 	RA_SUITE_NS=1 exec unshare -m --propagation private sh "$0" "$@"
 fi
-if [ -n "${RA_SUITE_NS:-}" ]; then
-	mount -t tmpfs -o mode=1777 ra-suite /tmp || exit 1
-	TMPDIR=/tmp
-fi
+case ${RA_SUITE_NS:-}:$BASE_DIR/ in
+1:/tmp/*) ;;
+1:*)	mount -t tmpfs -o mode=1777 ra-suite /tmp || exit 1
+	TMPDIR=/tmp ;;
+esac
 cd "$BASE_DIR" || exit 1
 # shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"
@@ -29,7 +30,6 @@ if [ -z "${kselftest_override_timeout:-}" ] && [ -r settings ]; then
 	export kselftest_override_timeout
 fi
 
-out=$(mktemp) || exit 1
 # The processes below process $1, each listed before its parent.
 below() {
 	for c in $(pgrep -P "$1"); do
@@ -74,7 +74,6 @@ xfs_clean() {
 	rm -f "$xfs.img"
 }
 clean() {
-	rm -f "$out"
 	xfs_clean
 	[ ! -d "$xfs" ] || rmdir "$xfs"
 }
@@ -101,6 +100,5 @@ done
 {
 	[ $# -eq 0 ] || run_many "$@"
 	[ "$prctl" = 0 ] || xfs_run
-} | tee "$out" &
+} | awk '{ print; fflush() } /^not ok/ { failed = 1 } END { exit failed }' &
 wait $!
-! grep -q '^not ok' "$out"

@@ -557,8 +557,7 @@ TEST_F(advice, madv_sequential_ahead)
 	ASSERT_EQ(0, madvise(self->map, self->size, MADV_SEQUENTIAL));
 	FORCE_READ(self->map[4 * self->ra]);
 	below = ra_cached_pages(self->fd, self->map, 3 * self->ra, self->ra);
-	ahead = uncached_pages(self->fd, self->map, 4 * self->ra,
-				  control * ps);
+	ahead = uncached_pages(self->fd, self->map, 4 * self->ra, control * ps);
 	ASSERT_LE(0, below);
 	RA_EXPECT_FIGURE(&self->fs, "MADV_SEQUENTIAL fault, the window below it",
 			 below, "pages cached", self->folio / ps,
