@@ -2,13 +2,12 @@
 /*
  * Page cache probes of the mmap readahead selftests: what a file has in
  * the page cache, major faults, page walks that stop at a bound, dropping
- * ranges, the figure line, and the fixed pseudo-random patterns.
+ * ranges, and the fixed pseudo-random patterns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,7 @@
 #include "vm_util.h"
 #include "ra_cache.h"
 
-/* Pages between two looks at the major fault counter during a walk. */
+/* Pages between two looks at a walk's counters (and mincore() batches). */
 #define RA_WALK_CHECK		16
 /* A walk drops what lies this many bytes behind it, to bound its RSS. */
 #define RA_WALK_ZAP		(16UL << 20)
@@ -107,8 +106,8 @@ long ra_majflt(void)
 }
 
 /**
- * ra_limit() - major fault count at which a measured walk may stop
- * @bound: the test's bound in major faults
+ * ra_limit() - the count at which a measured walk may stop
+ * @bound: the test's bound, in major faults or pages missed
  *
  * Past its bound a walk's verdict is known: stopping there keeps a broken
  * kernel as fast to test as a healthy one.
@@ -136,18 +135,21 @@ size_t ra_walk_bytes(unsigned long ra_kb)
 }
 
 /**
- * ra_walk_pages() - read one byte of each page, counting major faults
+ * ra_walk_pages() - read one byte of each page, counting faults and misses
  * @fd: the file mapped at @addr
  * @addr: page-aligned start of the walk in a mapping of @fd
  * @off: file offset @addr maps, in bytes
  * @npages: number of pages to touch
  * @backwards: walk from the last page to the first
- * @limit: stop once more than this many pages were missed (each one is
- *	also a major fault: a walk bounded in either stops past its bound)
- * @walk: result: faults taken, pages touched, whether it stopped early
+ * @limit: stop once both more than this many major faults were taken and
+ *	more than this many pages were missed: past it, a bound on either
+ *	count is exceeded
+ * @walk: result: faults taken, pages missed and touched, whether it
+ *	stopped early
  *
- * The counter is read every 16 pages, and mincore() looks ahead 16
- * pages at a time for @walk->missed. Every 16 MiB, the 16 MiB lying 16
+ * The counters are read every 16 pages; mincore() looks 16 pages ahead
+ * at a time for @walk->missed, and a page it found missing (or could
+ * not look at) is looked at again just before its touch. Every 16 MiB, the 16 MiB lying 16
  * to 32 MiB behind the walk are dropped (ra_drop_range()), so that on a
  * small machine no page cache left behind forces the direct reclaim
  * under which readahead's __GFP_NORETRY allocations fail: major faults
@@ -170,10 +172,10 @@ void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 			n = npages - i < RA_WALK_CHECK ? npages - i : RA_WALK_CHECK;
 			lo = backwards ? idx + 1 - n : idx;
 			if (mincore((void *)(addr + lo * ps), n * ps, vec))
-				memset(vec, 1, sizeof(vec));
+				memset(vec, 0, sizeof(vec));
 		}
 		if (!(vec[idx - lo] & 1) &&
-		    !mincore((void *)(addr + idx * ps), ps, &one) && !(one & 1))
+		    (mincore((void *)(addr + idx * ps), ps, &one) || !(one & 1)))
 			walk->missed++;
 		FORCE_READ(addr[idx * ps]);
 		if ((i + 1) % zap == 0 && i + 1 >= 2 * zap) {
@@ -181,7 +183,8 @@ void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 			ra_drop_range(fd, addr - off, off + first * ps, zap * ps);
 		}
 		if ((i + 1) % RA_WALK_CHECK == 0)
-			walk->stopped = walk->missed > limit;
+			walk->stopped = walk->missed > limit &&
+					ra_majflt() - start > limit;
 	}
 	walk->touched = i;
 	walk->majflt = ra_majflt() - start;

@@ -38,7 +38,7 @@
  *	one a read the walk waited for, where a retried fault counted major
  *	after async readahead (kernels without per-VMA locks) is not one
  * @touched: pages touched before the walk ended
- * @stopped: true when the walk ended early because @missed passed the limit
+ * @stopped: true when the walk ended early, both counts past its limit
  */
 struct ra_walk {
 	long majflt;
@@ -77,7 +77,7 @@ void ra_drop_range(int fd, const char *map, size_t off, size_t len);
  * Prints "figure <what>: <measured> <unit>, bound <bound>, ra_pages <n>,
  * folio <bytes> bytes; <note>": ra_pages and the folio size are what
  * every bound of the suite is derived from; scripts that tabulate runs
- * read this format.
+ * read this format. ra_pages is open-coded: tests name locals ra_pages.
  */
 #define RA_EXPECT_FIGURE(fs, what, measured, unit, bound, suspect, fmt, ...)	\
 	do {								\
@@ -111,13 +111,13 @@ static inline void ra_assert_random_phase(struct __test_metadata *_metadata,
 					  size_t spacing)
 {
 	unsigned int order[4 * RA_MMAP_LOTSAMISS], i;
-	long majflt = ra_majflt();
+	long start = ra_majflt(), majflt;
 
 	ASSERT_LE(nr, ARRAY_SIZE(order));
 	ra_shuffle(order, nr, 12345);
 	for (i = 0; i < nr; i++)
 		FORCE_READ(map[order[i] * spacing]);
-	majflt = ra_majflt() - majflt;
+	majflt = ra_majflt() - start;
 	ksft_print_msg("random phase: %ld major faults for %u faults %zu bytes apart\n",
 		       majflt, nr, spacing);
 	ASSERT_GE(majflt, 2 * (long)nr / 3)

@@ -233,16 +233,18 @@ static int fs_mount(struct ra_made *m, const struct ra_fs_kind *kind,
 	err = mount(dev, m->dir, kind->type, MS_NOATIME,
 		    strcmp(kind->type, "ext4") ? NULL : "noinit_itable") ? errno : 0;
 	close(fd);
-	/*
-	 * No such filesystem, no blocks but the page's, features of a newer
-	 * mkfs, a root without CAP_SYS_ADMIN in the initial user namespace:
-	 * none of them is the read path under test.
-	 */
 	if (err) {
 		snprintf(m->why, sizeof(m->why),
 			 "cannot mount %s with %lu-byte blocks on %u-byte pages: %s",
 			 kind->type, kind->block_size, psize(), strerror(err));
-		return KSFT_SKIP;
+		/*
+		 * No such filesystem or block size, features of a newer mkfs,
+		 * no CAP_SYS_ADMIN in the initial user namespace: a skip; an
+		 * I/O or corruption error on a fresh image: a failure.
+		 */
+		return kind->block_size != psize() || err == ENODEV ||
+			err == EINVAL || err == EOPNOTSUPP || err == EPERM ?
+			KSFT_SKIP : -1;
 	}
 	find_sysfs_ra(m, kind->type);
 	if (read_sysfs(m->sysfs_ra, &m->ra_kb)) {

@@ -151,12 +151,17 @@ maintainers_add() {
 }
 
 # One commit of the tree's changes, with the changelog series-text.py
-# writes for the arguments and a sign-off.
+# writes for the arguments and a sign-off; what it writes after a "---"
+# line becomes the commit's note, which format-patch sends below the
+# patch's own "---".
 commit() {
-	"$top/scripts/series-text.py" "$@" > "$work/msg"
+	"$top/scripts/series-text.py" "$@" > "$work/text"
+	sed '/^---$/,$d' "$work/text" > "$work/msg"
 	printf '\n%s\n' "$signoff" >> "$work/msg"
 	git add -A -f "$mmdir" MAINTAINERS
 	git commit -q -F "$work/msg"
+	! grep -qx -- --- "$work/text" ||
+		sed '1,/^---$/d' "$work/text" | git notes add -f -F -
 }
 
 # The tests of the specs into the tree: install-in-tree.sh of a payload
@@ -223,7 +228,7 @@ prev=base
 for s in "${names[@]}"; do
 	dir=$out/$(( ${#dirs[@]} + 1 ))-$s
 	dirs+=("$dir")
-	git format-patch -q --cover-letter --no-signature -o "$dir" "$prev..$s"
+	git format-patch -q --notes --cover-letter --no-signature -o "$dir" "$prev..$s"
 	"$top/scripts/series-text.py" cover "$s" > "$work/cover"
 	python3 - "$dir"/0000-cover-letter.patch "$work/cover" <<'EOF'
 import sys

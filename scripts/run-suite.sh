@@ -8,18 +8,20 @@
 # test failed; 129, 130, 143 on SIGHUP, SIGINT, SIGTERM.
 BASE_DIR=$(cd "$(dirname "$0")" && pwd)
 export BASE_DIR
-# In a mount namespace of its own, with a tmpfs on /tmp (unless the
-# tests lie there), what the run mounts and writes (prctl_thp_disable's
-# loop XFS below) goes with its last process, even one killed by
-# SIGKILL. Without the right to make one (not root), it runs where it is.
-if [ -z "${RA_SUITE_NS:-}" ] && unshare -m --propagation private true 2>/dev/null; then
-	RA_SUITE_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+# In a mount namespace of its own (unshare(1) execs this script again,
+# in the same process), with a tmpfs on /tmp, what the run mounts and
+# writes there (prctl_thp_disable's loop XFS below) goes with its last
+# process, even one killed by SIGKILL. Not so without the right to make
+# one (not root) or a tmpfs, or where the tests lie under /tmp.
+if [ "${RA_SUITE_NS:-}" != $$ ] &&
+   unshare -m --propagation private true 2>/dev/null; then
+	RA_SUITE_NS=$$ exec unshare -m --propagation private sh "$0" "$@"
 fi
 case ${RA_SUITE_NS:-}:$BASE_DIR/ in
-1:/tmp/*) ;;
-1:*)	mount -t tmpfs -o mode=1777 ra-suite /tmp || exit 1
-	TMPDIR=/tmp ;;
+$$:/tmp/*) ;;
+$$:*)	! mount -t tmpfs -o mode=1777 ra-suite /tmp 2>/dev/null || TMPDIR=/tmp ;;
 esac
+unset RA_SUITE_NS
 cd "$BASE_DIR" || exit 1
 # shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"

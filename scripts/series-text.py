@@ -16,7 +16,8 @@
   series-text.py cover SERIES
                          cover letter of a series of series_plan.py plan
 
-Every text is printed to stdout: subject line, blank line, body. What a
+Every text is printed to stdout: subject line, blank line, body; a test's
+body ends with notes for its reviewers after a "---" line. What a
 test asserts and why comes from the comment at the top of its source; on
 which kernels it fails, from verdicts/expected.tsv; its figures, from
 validation/RESULTS.md; a kernel change's changelog, from its patch (less
@@ -377,8 +378,9 @@ read through a bdi of its own (ra_pages at mount 128 KiB times its
 devices, at least 4 MiB), so that the test sets that bdi's
 read_ahead_kb, and whose folios stop at 64 blocks; and f2fs, whose own
 read path builds order-0 folios for files that are not immutable. A
-kind whose mkfs or filesystem is missing or fails skips, as does f2fs
-where the page is not 4 KiB (F2FS_BLKSIZE).
+kind whose mkfs is missing or fails, or whose filesystem does not mount
+(no support, f2fs where the page is not 4 KiB, a root in a user
+namespace), skips with the reason.
 ra_fs.c also creates the test's sparse file and opens it cold (dropped
 from the page cache, which is checked); ra_cache.[ch] count resident
 pages and print each figure with its bound, ra_pages and folio size in
@@ -394,8 +396,10 @@ async readahead is retried with FAULT_FLAG_TRIED, and mm_account_fault()
 counts that retry as a major fault too: a healthy in-order walk then
 takes one major fault per window. vma_boundary bounds its walks beyond
 a control (the same bytes read through one mapping), which counts the
-same retries, and passes on 6.1; read_around's cold_in_order bounds the
-walk itself and fails there for it.
+same retries; read_around and advice's madv_hugepage_forward bound the
+pages a walk found missing from the page cache as it reached them
+(mincore() just before each touch), which no retry adds to. Both pass
+on 6.1.
 
 Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a
@@ -422,6 +426,7 @@ def test_changelog(name, series, variants=None, extends=False):
         comment = head_comment(os.path.join(TOP, 'selftests-mm',
                                             name + '.c'))
     title = comment[0].rstrip('.') if comment else name
+    notes = []
     first_cases = []
     for t, v in sp.plan()[0][0][3]:
         if t == name:
@@ -511,20 +516,22 @@ def test_changelog(name, series, variants=None, extends=False):
             text += ' It fails on released kernels %s.' % ', '.join(old)
         body += ['', wrap(text)]
         if changes:
-            body += ['', wrap('It was checked to fail on 7.3 changed to '
-                              'break the rule in each of these ways (none '
-                              'of them upstream):'), '']
-            body += [wrap('- ' + c, '  ').replace('  - ', '- ', 1)
-                     for c in changes]
+            notes += [wrap('It was checked to fail on 7.3 changed to '
+                           'break the rule in each of these ways (none '
+                           'of them upstream):'), '']
+            notes += [wrap('- ' + c, '  ').replace('  - ', '- ', 1)
+                      for c in changes] + ['']
         good_cols = [b for b in base if b.startswith('v')]
         bad_cols = breaking
     fig = figure_table(cases, good_cols, bad_cols)
     if fig:
-        body += ['', wrap('Figures, in the unit of each case (bound; '
-                          'lowest and highest where it passes and where '
-                          'it fails, where a walk stops once past its '
-                          'bound):'), ''] + fig
-    body += ['', run_line(name)]
+        notes += [wrap('Figures, in the unit of each case (bound; '
+                       'lowest and highest where it passes and where '
+                       'it fails, where a walk stops once past its '
+                       'bound):'), ''] + fig + ['']
+    # What a reviewer checks but the history need not keep goes below a
+    # "---" line: scripts/make-series.sh sends it after the patch's own.
+    body += ['', '---'] + notes + [run_line(name)]
     return subject, '\n'.join(body)
 
 
@@ -680,7 +687,8 @@ def main():
         if '--variants' in rest:
             variants = rest[rest.index('--variants') + 1].split(',')
         subj, body = test_changelog(args[2], args[4], variants)
-        body += '\n\n' + CATEGORY
+        body, notes = body.split('\n---\n', 1)
+        body += '\n\n' + CATEGORY + '\n\n---\n' + notes
     elif args[0] == 'kernel' and len(args) == 2:
         subj, body = kernel_changelog(args[1])
     elif args[0] == 'cover' and len(args) == 2:

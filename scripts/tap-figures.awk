@@ -9,8 +9,8 @@
 #
 # The TAP is the harness's as a test binary prints it ("ok 3 f.v.t", or
 # "ok 3 f.t" for a fixture without variants) or as the kselftest runner
-# nests it ("# ok 3 f.v.t"). Figures are the lines lib/ra_cache.c's
-# ra_figure() prints:
+# nests it ("# ok 3 f.v.t"). Figures are the lines lib/ra_cache.h's
+# RA_EXPECT_FIGURE() prints:
 #   "figure <what>: <measured> <unit>, bound <bound>, ra_pages ..."
 # A test that prints several (one per window) is shown by the one
 # nearest to or furthest past its bound.

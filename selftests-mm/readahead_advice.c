@@ -95,7 +95,7 @@ FIXTURE_TEARDOWN(advice)
 	ra_teardown(&self->fs, self->map, self->size, self->fd);
 }
 
-/* Pages of a file range, a whole number of them, not in the page cache. */
+/* Pages of a file range (a whole number of pages) not in the page cache. */
 static long uncached_pages(int fd, const char *map, size_t off, size_t len)
 {
 	long n = ra_cached_pages(fd, map, off, len);

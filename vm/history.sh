@@ -149,8 +149,8 @@ git -C "$top" diff --quiet HEAD 2> /dev/null || commit=$commit-dirty
 		echo "whole figures."
 	fi
 	echo
-	echo "Cells: verdict and the figure the test prints (major faults; pages"
-	echo "per run for random_reader); a test that prints several figures is"
+	echo "Cells: verdict and the figure the test prints (major faults, pages"
+	echo "missed, or pages per run for random_reader); a test that prints several figures is"
 	echo "shown by the one nearest to or furthest past its bound, and a cell"
 	echo "whose bound differs from the row's names it. \`-\`: not run."
 	echo
