@@ -398,8 +398,8 @@ takes one major fault per window. vma_boundary bounds its walks beyond
 a control (the same bytes read through one mapping), which counts the
 same retries; read_around and advice's madv_hugepage_forward bound the
 pages a walk found missing from the page cache as it reached them
-(mincore() just before each touch), which no retry adds to. Both pass
-on 6.1.
+(mincore() just before each touch), which no retry adds to: neither
+fails on 6.1 for it.
 
 Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a
