@@ -25,8 +25,8 @@
 #define RA_WALK_CHECK		16
 /* A walk drops what lies this many bytes behind it, to bound its RSS. */
 #define RA_WALK_ZAP		(16UL << 20)
-/* Rounds of ra_drop_cache(), each after writeback and a syncfs(). */
-#define RA_DROP_ROUNDS		3
+/* Tries of ra_drop_cache(): 1, 2, 4, ... 2048 ms apart, 4 s in all */
+#define RA_DROP_TRIES		12
 
 /**
  * ra_drop_cache() - empty a file's page cache and check that it is empty
@@ -35,9 +35,11 @@
  * @size: file size in bytes
  *
  * POSIX_FADV_DONTNEED drops only clean, unlocked folios nothing else
- * holds; while mincore() still finds pages (dirty, under writeback, a
- * journal commit pending), each further round first writes the file back
- * and syncs its filesystem, RA_DROP_ROUNDS rounds in all.
+ * holds. A folio still under its read, dirty, or isolated by reclaim (a
+ * batch of 32 taken off the LRU by kswapd) stays for a moment: while
+ * mincore() finds pages, the file is written back and its filesystem
+ * synced, and DONTNEED is tried again after 1, 2, 4, ... ms:
+ * RA_DROP_TRIES tries in all, 4 s of waiting at most.
  *
  * Return: 0 when nothing is resident; KSFT_SKIP with @fs->why naming
  * what stayed; -1 with @fs->why set on error.
@@ -45,15 +47,19 @@
 int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 {
 	long resident = -1;
-	int round, err = 0;
+	int try, err = 0;
 	void *p;
 
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return ra_fs_fail(fs, "mapping the file to see its page cache");
-	for (round = 0; round < RA_DROP_ROUNDS && resident; round++) {
-		err = round && (fdatasync(fd) || syncfs(fd)) ? errno :
-			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	for (try = 0; try < RA_DROP_TRIES && resident && !err; try++) {
+		if (try == 1 && (fdatasync(fd) || syncfs(fd)))
+			err = errno;
+		else if (try)
+			usleep(1000 << (try - 1));
+		if (!err)
+			err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		resident = err ? 0 : ra_resident_pages(p, size);
 		if (resident < 0)
 			err = errno;
@@ -64,8 +70,8 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 		return ra_fs_fail(fs, "dropping the file from the page cache");
 	if (resident)
 		return ra_fs_skip(fs,
-				  "%ld pages stayed cached after %d rounds of sync and DONTNEED",
-				  resident, RA_DROP_ROUNDS);
+				  "%ld pages stayed cached after a sync and %d DONTNEEDs in 4 s",
+				  resident, RA_DROP_TRIES);
 	return 0;
 }
 

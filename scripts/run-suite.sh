@@ -4,24 +4,32 @@
 # Run every readahead selftest in this script's directory through the
 # kselftest runner and print its TAP: the readahead_* binaries, and of
 # mm's tests with this project's cases (selftests-mm/*.patch) those
-# cases only; RA_ONLY="readahead_x ..." runs those only. Exits 1 when a
-# test failed; 129, 130, 143 on SIGHUP, SIGINT, SIGTERM.
-BASE_DIR=$(cd "$(dirname "$0")" && pwd)
+# cases only. Arguments, or RA_ONLY="readahead_x ...", name the binaries
+# to run instead. Exits 1 when a test failed; 129, 130, 143 on SIGHUP,
+# SIGINT, SIGTERM.
+BASE_DIR=$(cd "$(dirname "$0")" && pwd -P)
 export BASE_DIR
-# In a mount namespace of its own (unshare(1) execs this script again,
-# in the same process), with a tmpfs on /tmp, what the run mounts and
-# writes there (prctl_thp_disable's loop XFS below) goes with its last
-# process, even one killed by SIGKILL. Not so without the right to make
-# one (not root) or a tmpfs, or where the tests lie under /tmp.
-if [ "${RA_SUITE_NS:-}" != $$ ] &&
+# In a mount namespace of its own, with a tmpfs on /tmp, what the run
+# mounts and writes there (prctl_thp_disable's loop XFS below) goes with
+# its last process, even one killed by SIGKILL. Not so without the right
+# to make one (not root) or a tmpfs, or where the tests lie under /tmp.
+# unshare(1) execs this script again in the same process: the same $$,
+# another mount namespace than the one RA_SUITE_NS names.
+ns="$$ $(readlink /proc/self/ns/mnt)"
+case ${RA_SUITE_NS:-} in
+"$$ "*)	[ "$RA_SUITE_NS" != "$ns" ] || unset RA_SUITE_NS ;;
+*)	unset RA_SUITE_NS ;;
+esac
+if [ -z "${RA_SUITE_NS:-}" ] &&
    unshare -m --propagation private true 2>/dev/null; then
-	RA_SUITE_NS=$$ exec unshare -m --propagation private sh "$0" "$@"
+	RA_SUITE_NS=$ns exec unshare -m --propagation private sh "$0" "$@"
 fi
-case ${RA_SUITE_NS:-}:$BASE_DIR/ in
-$$:/tmp/*) ;;
-$$:*)	! mount -t tmpfs -o mode=1777 ra-suite /tmp 2>/dev/null || TMPDIR=/tmp ;;
+case ${RA_SUITE_NS:+own}:$BASE_DIR/ in
+own:/tmp/*) ;;
+own:*)	! mount -t tmpfs -o mode=1777 ra-suite /tmp 2>/dev/null || TMPDIR=/tmp ;;
 esac
 unset RA_SUITE_NS
+[ $# -eq 0 ] || RA_ONLY=$*
 cd "$BASE_DIR" || exit 1
 # shellcheck disable=SC1091 # the build copies it here
 . "$BASE_DIR/kselftest/runner.sh"
@@ -60,9 +68,10 @@ stop() {
 # XFS is there only meanwhile: its log takes 64 MiB (of memory, on tmpfs).
 KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
 export KSELFTEST_PRCTL_THP_DISABLE_ARGS
-xfs=$(mktemp -d "${TMPDIR:-/tmp}/prctl_thp_disable.XXXXXX") || exit 1
+xfs=
 xfs_run() {
-	if truncate -s 300M "$xfs.img" && mkfs.xfs -q "$xfs.img" &&
+	if [ -n "$xfs" ] && truncate -s 300M "$xfs.img" &&
+	   mkfs.xfs -q "$xfs.img" &&
 	   mount -o loop "$xfs.img" "$xfs" 2> /dev/null &&
 	   ln -s "$BASE_DIR/prctl_thp_disable" "$xfs/"; then
 		run_many "$xfs/prctl_thp_disable"
@@ -72,12 +81,13 @@ xfs_run() {
 	xfs_clean
 }
 xfs_clean() {
+	[ -n "$xfs" ] || return 0
 	! grep -q " $xfs " /proc/mounts || umount "$xfs" || umount -l "$xfs"
 	rm -f "$xfs.img"
 }
 clean() {
 	xfs_clean
-	[ ! -d "$xfs" ] || rmdir "$xfs"
+	[ -z "$xfs" ] || [ ! -d "$xfs" ] || rmdir "$xfs"
 }
 trap clean EXIT
 trap 'stop 129' HUP
@@ -99,6 +109,10 @@ for t; do
 		set -- "$@" "$t"
 	fi
 done
+# Its directory, made here for clean() to find, by root only (a mount)
+if [ "$prctl" = 1 ] && [ "$(id -u)" = 0 ]; then
+	xfs=$(mktemp -d "${TMPDIR:-/tmp}/prctl_thp_disable.XXXXXX") || xfs=
+fi
 {
 	[ $# -eq 0 ] || run_many "$@"
 	[ "$prctl" = 0 ] || xfs_run
