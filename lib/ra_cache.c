@@ -25,8 +25,8 @@
 #define RA_WALK_CHECK		16
 /* A walk drops what lies this many bytes behind it, to bound its RSS. */
 #define RA_WALK_ZAP		(16UL << 20)
-/* Tries of ra_drop_cache(): 1, 2, 4, ... 2048 ms apart, 4 s in all */
-#define RA_DROP_TRIES		12
+/* How long ra_drop_cache() waits for pages that stay, in ms */
+#define RA_DROP_WAIT_MS		4000
 
 /**
  * ra_drop_cache() - empty a file's page cache and check that it is empty
@@ -35,43 +35,56 @@
  * @size: file size in bytes
  *
  * POSIX_FADV_DONTNEED drops only clean, unlocked folios nothing else
- * holds. A folio still under its read, dirty, or isolated by reclaim (a
- * batch of 32 taken off the LRU by kswapd) stays for a moment: while
+ * holds: one that another task has locked or holds (taken off the LRU by
+ * reclaim or compaction, under migration) stays for a moment. While
  * mincore() finds pages, the file is written back and its filesystem
- * synced, and DONTNEED is tried again after 1, 2, 4, ... ms:
- * RA_DROP_TRIES tries in all, 4 s of waiting at most.
+ * synced once, and DONTNEED is tried again after 1, 2, 4 ... 512 ms, then
+ * every 512 ms, until RA_DROP_WAIT_MS have passed.
  *
  * Return: 0 when nothing is resident; KSFT_SKIP with @fs->why naming
  * what stayed; -1 with @fs->why set on error.
  */
 int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 {
-	long resident = -1;
-	int try, err = 0;
+	unsigned int ms = 0, waited = 0;
+	unsigned char *vec;
+	size_t first = 0;
+	long resident;
+	int err;
 	void *p;
 
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return ra_fs_fail(fs, "mapping the file to see its page cache");
-	for (try = 0; try < RA_DROP_TRIES && resident && !err; try++) {
-		if (try == 1 && (fdatasync(fd) || syncfs(fd)))
-			err = errno;
-		else if (try)
-			usleep(1000 << (try - 1));
-		if (!err)
-			err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	for (;;) {
+		err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		resident = err ? 0 : ra_resident_pages(p, size);
 		if (resident < 0)
 			err = errno;
+		if (err || !resident || waited >= RA_DROP_WAIT_MS)
+			break;
+		if (!ms && (fdatasync(fd) || syncfs(fd))) {
+			err = errno;
+			break;
+		}
+		ms = ms ? (ms < 512 ? 2 * ms : ms) : 1;
+		usleep(ms * 1000);
+		waited += ms;
 	}
+	/* The first page that stayed, for the message */
+	vec = resident > 0 ? malloc(size / psize() + 1) : NULL;
+	if (vec && !mincore(p, size, vec))
+		while (first < size / psize() && !(vec[first] & 1))
+			first++;
+	free(vec);
 	munmap(p, size);
 	errno = err;
 	if (err)
 		return ra_fs_fail(fs, "dropping the file from the page cache");
 	if (resident)
 		return ra_fs_skip(fs,
-				  "%ld pages stayed cached after a sync and %d DONTNEEDs in 4 s",
-				  resident, RA_DROP_TRIES);
+				  "%ld pages stayed cached (the first at page %zu) after a sync and DONTNEED for %u ms",
+				  resident, first, waited);
 	return 0;
 }
 

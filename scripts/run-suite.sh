@@ -20,7 +20,7 @@ case ${RA_SUITE_NS:-} in
 "$$ "*)	[ "$RA_SUITE_NS" != "$ns" ] || unset RA_SUITE_NS ;;
 *)	unset RA_SUITE_NS ;;
 esac
-if [ -z "${RA_SUITE_NS:-}" ] &&
+if [ -z "${RA_SUITE_NS:-}" ] && [ -n "${ns#* }" ] &&
    unshare -m --propagation private true 2>/dev/null; then
 	RA_SUITE_NS=$ns exec unshare -m --propagation private sh "$0" "$@"
 fi
@@ -94,8 +94,10 @@ trap 'stop 129' HUP
 trap 'stop 130' INT
 trap 'stop 143' TERM
 if [ -n "${RA_ONLY:-}" ]; then
-	# shellcheck disable=SC2046,SC2086 # a list of names
-	set -- $(printf './%s\n' $RA_ONLY)
+	set --
+	for t in $RA_ONLY; do
+		set -- "$@" "./${t##*/}"
+	done
 else
 	set -- ./readahead_*
 	[ ! -x ./prctl_thp_disable ] || set -- "$@" ./prctl_thp_disable
