@@ -35,11 +35,12 @@
  * @size: file size in bytes
  *
  * POSIX_FADV_DONTNEED drops only clean, unlocked folios nothing else
- * holds: one that another task has locked or holds (taken off the LRU by
- * reclaim or compaction, under migration) stays for a moment. While
- * mincore() finds pages, the file is written back and its filesystem
- * synced once, and DONTNEED is tried again after 1, 2, 4 ... 512 ms, then
- * every 512 ms, until RA_DROP_WAIT_MS have passed.
+ * holds: one under its read, or that another task has locked or holds
+ * (taken off the LRU by reclaim or compaction, under migration), stays
+ * for a moment. While ra_cached_pages() finds pages (cachestat() counts
+ * folios under their read too), the file is written back and its
+ * filesystem synced once, and DONTNEED is tried again after 1, 2, 4 ...
+ * 512 ms, then every 512 ms, until RA_DROP_WAIT_MS have passed.
  *
  * Return: 0 when nothing is resident; KSFT_SKIP with @fs->why naming
  * what stayed; -1 with @fs->why set on error.
@@ -58,7 +59,7 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 		return ra_fs_fail(fs, "mapping the file to see its page cache");
 	for (;;) {
 		err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-		resident = err ? 0 : ra_resident_pages(p, size);
+		resident = err ? 0 : ra_cached_pages(fd, p, 0, size);
 		if (resident < 0)
 			err = errno;
 		if (err || !resident || waited >= RA_DROP_WAIT_MS)
@@ -71,7 +72,7 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 		usleep(ms * 1000);
 		waited += ms;
 	}
-	/* The first page that stayed, for the message */
+	/* The first page that stayed and mincore() sees (uptodate) */
 	vec = resident > 0 ? malloc(size / psize() + 1) : NULL;
 	if (vec && !mincore(p, size, vec))
 		while (first < size / psize() && !(vec[first] & 1))
@@ -83,8 +84,8 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 		return ra_fs_fail(fs, "dropping the file from the page cache");
 	if (resident)
 		return ra_fs_skip(fs,
-				  "%ld pages stayed cached (the first at page %zu) after a sync and DONTNEED for %u ms",
-				  resident, first, waited);
+				  "%ld pages stayed cached (the first uptodate at page %zu of %zu) after a sync and DONTNEED for %u ms",
+				  resident, first, size / psize(), waited);
 	return 0;
 }
 
