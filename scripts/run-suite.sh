@@ -13,21 +13,19 @@ export BASE_DIR
 # mounts and writes there (prctl_thp_disable's loop XFS below) goes with
 # its last process, even one killed by SIGKILL. Not so without the right
 # to make one (not root) or a tmpfs, or where the tests lie under /tmp.
-# unshare(1) execs this script again in the same process: the same $$,
-# another mount namespace than the one RA_SUITE_NS names.
-ns="$$ $(readlink /proc/self/ns/mnt)"
-case ${RA_SUITE_NS:-} in
-"$$ "*)	[ "$RA_SUITE_NS" != "$ns" ] || unset RA_SUITE_NS ;;
-*)	unset RA_SUITE_NS ;;
-esac
-if [ -z "${RA_SUITE_NS:-}" ] && [ -n "${ns#* }" ] &&
-   unshare -m --propagation private true 2>/dev/null; then
-	RA_SUITE_NS=$ns exec unshare -m --propagation private sh "$0" "$@"
+# unshare(1) execs this script again in the same process, RA_SUITE_NS=$$
+# marking it: the namespace is its own if it is not its parent's.
+if [ "${RA_SUITE_NS:-}" = $$ ]; then
+	parent=$(readlink "/proc/$PPID/ns/mnt")
+	case $(readlink /proc/self/ns/mnt):$BASE_DIR/ in
+	"$parent":* | *:/tmp/*) ;;
+	*)	[ -z "$parent" ] ||
+		! mount -t tmpfs -o mode=1777 ra-suite /tmp 2>/dev/null ||
+		TMPDIR=/tmp ;;
+	esac
+elif unshare -m --propagation private true 2>/dev/null; then
+	RA_SUITE_NS=$$ exec unshare -m --propagation private sh "$0" "$@"
 fi
-case ${RA_SUITE_NS:+own}:$BASE_DIR/ in
-own:/tmp/*) ;;
-own:*)	! mount -t tmpfs -o mode=1777 ra-suite /tmp 2>/dev/null || TMPDIR=/tmp ;;
-esac
 unset RA_SUITE_NS
 [ $# -eq 0 ] || RA_ONLY=$*
 cd "$BASE_DIR" || exit 1
@@ -49,9 +47,10 @@ below() {
 }
 # sh runs a trap only once its foreground job has ended: the tests run in
 # the background, and a signal to this script ends them at once, every
-# process below it listed first, then each sent SIGTERM. They stay in the
-# caller's process group, so a signal to the group reaches them as well.
-# dash runs no EXIT trap on a signal.
+# process below it listed first, then each sent SIGTERM (the runner's
+# timeout(1) puts each test in a process group of its own). dash runs no
+# EXIT trap on a signal. A SIGKILL leaves the running test to the end of
+# its timeout.
 stop() {
 	trap '' HUP INT TERM
 	# shellcheck disable=SC2046 # a list of pids
@@ -82,7 +81,7 @@ xfs_run() {
 }
 xfs_clean() {
 	[ -n "$xfs" ] || return 0
-	! grep -q " $xfs " /proc/mounts || umount "$xfs" || umount -l "$xfs"
+	! mountpoint -q "$xfs" || umount "$xfs" || umount -l "$xfs"
 	rm -f "$xfs.img"
 }
 clean() {
@@ -94,10 +93,11 @@ trap 'stop 129' HUP
 trap 'stop 130' INT
 trap 'stop 143' TERM
 if [ -n "${RA_ONLY:-}" ]; then
-	set --
+	set -f --
 	for t in $RA_ONLY; do
 		set -- "$@" "./${t##*/}"
 	done
+	set +f
 else
 	set -- ./readahead_*
 	[ ! -x ./prctl_thp_disable ] || set -- "$@" ./prctl_thp_disable
@@ -115,8 +115,16 @@ done
 if [ "$prctl" = 1 ] && [ "$(id -u)" = 0 ]; then
 	xfs=$(mktemp -d "${TMPDIR:-/tmp}/prctl_thp_disable.XXXXXX") || xfs=
 fi
+# The TAP, line by line as it comes; the exit status from its "not ok"s
 {
 	[ $# -eq 0 ] || run_many "$@"
 	[ "$prctl" = 0 ] || xfs_run
-} | awk '{ print; fflush() } /^not ok/ { failed = 1 } END { exit failed }' &
+} | {
+	failed=0
+	while IFS= read -r line || [ -n "$line" ]; do
+		printf '%s\n' "$line"
+		case $line in "not ok"*) failed=1 ;; esac
+	done
+	exit $failed
+} &
 wait $!
