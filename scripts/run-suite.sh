@@ -81,7 +81,7 @@ xfs_run() {
 }
 xfs_clean() {
 	[ -n "$xfs" ] || return 0
-	! mountpoint -q "$xfs" || umount "$xfs" || umount -l "$xfs"
+	umount "$xfs" 2>/dev/null || umount -l "$xfs" 2>/dev/null
 	rm -f "$xfs.img"
 }
 clean() {
