@@ -35,7 +35,7 @@
 #define RANDOM_FAULTS	3
 #define RANDOM_WINDOWS	12
 /* The in-order walk of madv_random_exec. */
-#define EXEC_WALK	(128UL << 20)
+#define EXEC_WALK	(32UL << 20)
 /* Room for two uncapped folios of 128 MiB (arm64, 64 KiB pages). */
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
@@ -48,7 +48,7 @@
 #define SEQ_RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
 #define SEQ_RANDOM_KB		128UL
 #define SEQ_KB			8192UL
-#define SEQ_WALK		(128UL << 20)
+#define SEQ_WALK		(32UL << 20)
 
 FIXTURE(advice) {
 	struct ra_fs fs;
@@ -216,9 +216,9 @@ TEST_F(advice, madv_random)
  * ahead may be less useful than normally" (madvise(2)), has nothing to
  * take from it; a change of that rule should be a decision this test
  * makes visible, not a side effect. Measured: major
- * faults of an in-order walk of 128 MiB. Bound: sqrt(windows * folios)
- * of the walk, 128 (64 KiB folios) to 512 (4 KiB). Healthy: one per ra
- * window, 8, 16x under or more. Broken (VM_RAND_READ stops it): one per
+ * faults of an in-order walk of 32 MiB. Bound: sqrt(windows * folios)
+ * of the walk, 32 (64 KiB folios) to 128 (4 KiB). Healthy: one per ra
+ * window, 2, 16x under or more. Broken (VM_RAND_READ stops it): one per
  * folio, 16x over or more.
  */
 TEST_F(advice, madv_random_exec)
@@ -461,13 +461,13 @@ TEST_F(advice, madv_hugepage_2m)
  * program that knows its next phase is sequential does (madvise(2):
  * "expect page references in sequential order"), and the way out of a
  * sticky mmap_miss that needs no reopen. Measured: major faults of an
- * in-order walk of 128 MiB through a MADV_SEQUENTIAL mapping, after
+ * in-order walk of 32 MiB through a MADV_SEQUENTIAL mapping, after
  * 3 * MMAP_LOTSAMISS random faults through a plain one. Bound:
- * sqrt(windows * folios) of the walk, 181 (64 KiB folios) to 724 (4 KiB).
- * Healthy: 1 to 16, one per window where a mid-file VM_SEQ_READ miss
+ * sqrt(windows * folios) of the walk, 45 (64 KiB folios) to 181 (4 KiB).
+ * Healthy: 1 to 4, one per window where a mid-file VM_SEQ_READ miss
  * sets no PG_readahead (every released kernel, see seq_midfile), 11x
  * under or more. Broken (the advice gated by mmap_miss): one per folio,
- * 2048 to 32768, 11x over or more.
+ * 512 to 8192, 11x over or more.
  */
 TEST_F(advice, madv_sequential_after_random)
 {

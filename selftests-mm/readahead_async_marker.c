@@ -8,7 +8,7 @@
  * yet to reach. At the marker, page_cache_async_ra() looks for a hole
  * within one window only, finds none, reads nothing, and the next piece
  * starts with a synchronous fault again.
- * Measured: of 100 end-first pieces of one ra window each, those whose
+ * Measured: of 20 end-first pieces of one ra window each, those whose
  * next piece's end was not read ahead by the time the forward walk is
  * done (mincore()). Each piece starts from the same page cache state,
  * so that one piece read ahead by chance does not carry the rest.
@@ -32,7 +32,7 @@
  */
 #define RA_KB		8192UL
 #define PIECE		(8UL << 20)
-#define PIECES		100
+#define PIECES		20
 #define WARMUP		2
 #define SKIPPED		(64UL << 20)
 #define TAIL		4	/* pieces: read-around and two windows ahead */
@@ -73,7 +73,7 @@ FIXTURE_SETUP(async_marker)
 	 * One struct file, one mapping, walked piece after piece:
 	 *
 	 *   0          SKIPPED
-	 *   | skipped  | warm-up 0 | warm-up 1 | piece 0  | ... | piece 99 | tail |
+	 *   | skipped  | warm-up 0 | warm-up 1 | piece 0  | ... | piece 19 | tail |
 	 *
 	 * The first read-around of a walk that starts at offset 0 is
 	 * clamped to the start of the file, which hides the bug when the

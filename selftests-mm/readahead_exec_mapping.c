@@ -28,7 +28,7 @@
 #include "ra_cache.h"
 
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
-#define SEQ_SIZE	(128UL << 20)
+#define SEQ_SIZE	(32UL << 20)
 #define RANDOM_KB	512UL
 #define SEQ_KB		8192UL
 #define VMA_KB		16384UL
@@ -95,8 +95,8 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, TIMEOUT_S)
 	seq_off = RANDOM_FAULTS * spacing;
 	self->size = seq_off + SEQ_SIZE;
 	/*
-	 * 16 windows of SEQ_KB: bounds of 724, 362 and 181 for 32768, 8192
-	 * and 2048 folios of 4, 16 and 64 KiB.
+	 * 4 windows of SEQ_KB: bounds of 181, 90 and 45 for 8192, 2048
+	 * and 512 folios of 4, 16 and 64 KiB.
 	 */
 	bound = ra_isqrt(SEQ_SIZE / (SEQ_KB * 1024) * (SEQ_SIZE / folio));
 

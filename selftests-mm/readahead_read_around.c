@@ -7,15 +7,15 @@
  * fault and rounds it down to its folio: with a min folio larger than a
  * quarter of the window it lands on the faulting folio itself, which no
  * later fault reaches, and async readahead never starts.
- * Measured: pages of an in-order read of 64 MiB not in the page cache
+ * Measured: pages of an in-order read of 32 MiB not in the page cache
  * when the reader reached them (each a major fault; the fault retried
  * after async readahead, major too without per-VMA locks, is not one),
  * one filesystem and ra window (in min folios) per variant. Bound: a
  * tenth of a miss per ra window, at most MMAP_LOTSAMISS / 10 = 10.
- * Broken: one miss per min-size folio, 1 to 3 per window, 100x over; a
- * kernel that restarts readahead past MMAP_LOTSAMISS still takes 101,
- * 10x over. Healthy: one read-around, then async readahead keeps a
- * window ahead: 1, 10x under.
+ * Broken: one miss per min-size folio, 1 to 3 per window of the 128 or
+ * more, 12x over or more; a kernel that restarts readahead past
+ * MMAP_LOTSAMISS still takes 101, 10x over. Healthy: one read-around,
+ * then async readahead keeps a window ahead: 1, 10x under.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -33,7 +33,7 @@
  * is clamped at 0 and the marker lands past the first folio.
  */
 #define REGION_OFF	(8UL << 20)
-#define REGION_SIZE	(64UL << 20)
+#define REGION_SIZE	(32UL << 20)
 #define SUSPECT \
 	"read-around puts PG_readahead on the faulting min-order folio (or past its window), async readahead never starts (every released kernel: min folios since 26cfdb395eef \"readahead: allocate folios with mapping_min_order in readahead\", windows under four pages always)"
 
@@ -100,7 +100,7 @@ FIXTURE_SETUP(read_around)
 	 *    untouched  in-order region, cold, one touch per page
 	 */
 	self->size = REGION_OFF + REGION_SIZE;
-	/* 256 to 5461 windows in the region: the bound is 10 everywhere. */
+	/* 128 to 2730 windows in the region: the bound is 10 everywhere. */
 	ra_kb = DEFAULT_RA_KB;
 	if (variant->folios)
 		ra_kb = variant->folios * ra_folio_size(&self->fs) / 1024;

@@ -40,7 +40,13 @@
 #include "ra_cache.h"
 
 #define RANDOM_FAULTS	(3 * RA_MMAP_LOTSAMISS)
-#define SEQ_SIZE	(128UL << 20)
+/*
+ * The in-order region: 32 MiB and 2048 folios or more, so that its bound,
+ * folios / 12, stays well above the fixed cost of a healthy restart
+ * (about 20 faults) on any folio size.
+ */
+#define SEQ_MIN_SIZE	(32UL << 20)
+#define SEQ_MIN_FOLIOS	2048
 #define WIDE_KB		512UL
 #define DEFAULT_KB	128UL	/* block devices' default read_ahead_kb */
 #define THREADS		4
@@ -60,6 +66,7 @@ FIXTURE(sticky_miss) {
 	size_t size;
 	size_t spacing;		/* bytes between two random faults */
 	size_t seq_off;		/* file offset of the in-order region */
+	size_t seq_size;	/* its size in bytes */
 	long bound;
 };
 
@@ -81,19 +88,23 @@ FIXTURE_VARIANT_ADD(sticky_miss, f2fs_4k_default) { .fs = &ra_f2fs_4k, .ra_kb = 
 FIXTURE_SETUP(sticky_miss)
 {
 	size_t random_bytes = RANDOM_FAULTS * variant->ra_kb * 1024;
-	size_t seq_bytes = SEQ_SIZE + 2 * SHARED_RA_KB * 1024;
+	size_t seq_bytes;
 	int ret = ra_fs_setup(&self->fs, variant->fs);
 
 	self->fd = -1;
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
+	self->seq_size = SEQ_MIN_FOLIOS * ra_folio_size(&self->fs);
+	if (self->seq_size < SEQ_MIN_SIZE)
+		self->seq_size = SEQ_MIN_SIZE;
+	seq_bytes = self->seq_size + 2 * SHARED_RA_KB * 1024;
 
 	/*
 	 * One struct file, one mapping:
 	 *
 	 *   0               random region               seq_off
 	 *   |-x------x------x---- ... -----x------|==========================|
-	 *     ^ RANDOM_FAULTS single pages,         ^ SEQ_SIZE read in order
+	 *     ^ RANDOM_FAULTS single pages,         ^ seq_size read in order
 	 *       shuffled, @spacing apart
 	 *
 	 * Eight read-around windows apart, no fault lands in another's
@@ -103,8 +114,8 @@ FIXTURE_SETUP(sticky_miss)
 	if (self->spacing < 2 * ra_folio_size(&self->fs))
 		self->spacing = 2 * ra_folio_size(&self->fs);
 	self->seq_off = RANDOM_FAULTS * self->spacing;
-	self->size = self->seq_off + SEQ_SIZE;
-	self->bound = SEQ_SIZE / ra_folio_size(&self->fs) / 12;
+	self->size = self->seq_off + self->seq_size;
+	self->bound = self->seq_size / ra_folio_size(&self->fs) / 12;
 
 	/*
 	 * The random phase reads around each fault and is dropped after;
@@ -139,18 +150,18 @@ static void random_phase(struct __test_metadata *_metadata, int fd,
 /*
  * The bound of a reader that takes one fault per ra window when healthy
  * (GUP, threads sharing a readahead state) at the default read_ahead_kb:
- * the geometric mean of one fault per window and one per folio. Return:
- * the bound, or 0 when the window holds too few folios to tell them
- * apart.
+ * the geometric mean of one fault per window and one per folio of @size
+ * bytes. Return: the bound, or 0 when the window holds too few folios to
+ * tell them apart.
  */
-static long per_window_bound(const struct ra_fs *fs, unsigned long ra_kb)
+static long per_window_bound(const struct ra_fs *fs, unsigned long ra_kb, size_t size)
 {
 	size_t folio = ra_folio_size(fs);
 	unsigned long window = ra_kb * 1024 / folio;
 
 	if (window < SHARED_JUDGE_FOLIOS)
 		return 0;
-	return SEQ_SIZE / folio / ra_isqrt(window);
+	return size / folio / ra_isqrt(window);
 }
 
 /*
@@ -179,12 +190,12 @@ TEST_F(sticky_miss, sequential_after_random)
 
 	/* One touch per page, forwards, through the same struct file. */
 	ra_walk_pages(self->fd, self->map + self->seq_off, self->seq_off,
-		      SEQ_SIZE / ps, false, ra_limit(self->bound), &walk);
+		      self->seq_size / ps, false, ra_limit(self->bound), &walk);
 	RA_EXPECT_FIGURE(&self->fs, "in-order read after random faults",
 			 walk.majflt, "major faults", self->bound,
 			 4 * ra_folio_size(&self->fs) > variant->ra_kb * 1024 ?
 			 SUSPECT_SMALL_WINDOW : SUSPECT,
-			 "after %zu of %lu pages", walk.touched, SEQ_SIZE / ps);
+			 "after %zu of %zu pages", walk.touched, self->seq_size / ps);
 }
 
 struct reader {
@@ -207,14 +218,14 @@ static void *read_range(void *arg)
 
 TEST_F(sticky_miss, threads_after_random)
 {
-	size_t ps = self->fs.page_size, per = SEQ_SIZE / THREADS;
+	size_t ps = self->fs.page_size, per = self->seq_size / THREADS;
 	struct reader readers[THREADS];
 	pthread_t tids[THREADS];
 	long start, total, bound = self->bound;
 	int i;
 
 	if (variant->ra_kb != WIDE_KB) {
-		bound = per_window_bound(&self->fs, variant->ra_kb);
+		bound = per_window_bound(&self->fs, variant->ra_kb, self->seq_size);
 		if (!bound)
 			SKIP(return, FMT_NOT_JUDGED,
 			     "threads sharing a readahead state",
@@ -279,7 +290,7 @@ TEST_F(sticky_miss, gup_after_random)
 	int sink;
 
 	if (variant->ra_kb != WIDE_KB) {
-		bound = per_window_bound(&self->fs, variant->ra_kb);
+		bound = per_window_bound(&self->fs, variant->ra_kb, self->seq_size);
 		if (!bound)
 			SKIP(return, FMT_NOT_JUDGED, "get_user_pages' retries",
 			     variant->ra_kb * 1024 / ra_folio_size(&self->fs),
@@ -313,7 +324,7 @@ TEST_F(sticky_miss, gup_after_random)
 	 * the sink.
 	 */
 	start = ra_majflt();
-	for (done = 0; done < SEQ_SIZE && majflt <= ra_limit(bound);
+	for (done = 0; done < self->seq_size && majflt <= ra_limit(bound);
 	     done += chunk) {
 		char *from = self->map + self->seq_off + done;
 
@@ -328,7 +339,7 @@ TEST_F(sticky_miss, gup_after_random)
 
 	RA_EXPECT_FIGURE(&self->fs, "O_DIRECT write from the mapping after random faults",
 			 majflt, "major faults", bound, SUSPECT,
-			 "after %zu of %lu MiB", done >> 20, SEQ_SIZE >> 20);
+			 "after %zu of %zu MiB", done >> 20, self->seq_size >> 20);
 }
 
 int main(int argc, char **argv)

@@ -5,8 +5,8 @@
  * VMAs keeps one readahead stream across them. Clamping mmap readahead
  * (read-around and async readahead) to the faulting VMA makes every VMA
  * start with a synchronous read: one major fault per VMA.
- * Measured: major faults of an in-order read across 72 mappings of one
- * plane each (per_frame_mmaps) and across the 128 VMAs of one mapping
+ * Measured: major faults of an in-order read across 24 mappings of one
+ * plane each (per_frame_mmaps) and across the 32 VMAs of one mapping
  * split by mprotect() (mprotect_split), beyond those of a control: the
  * same bytes read in order through one mapping, cold, on a fresh open
  * file. Bound: VMAs / 10 beyond the control. Broken: at least one more
@@ -29,12 +29,12 @@
 #include "ra_cache.h"
 
 #define RA_KB		512UL
-#define FRAMES		24
-#define LUMA_SIZE	(3840UL * 2160)
-#define CHROMA_SIZE	(1920UL * 1080)
+#define FRAMES		8
+#define LUMA_SIZE	(1920UL * 1080)
+#define CHROMA_SIZE	(960UL * 540)
 #define FRAME_SIZE	(LUMA_SIZE + 2 * CHROMA_SIZE)
-#define CHUNK_SIZE	(2UL << 20)
-#define CHUNKS		128
+#define CHUNK_SIZE	(1024UL * 1024)
+#define CHUNKS		32
 #define SUSPECT \
 	"mmap readahead clamped to the faulting VMA, each VMA starts with a synchronous read"
 
@@ -135,14 +135,14 @@ TEST_F(vma_boundary, per_frame_mmaps)
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	ASSERT_LE(1, control) TH_LOG("control walk: no major fault, the file was not cold");
-	/* A tenth of a fault per VMA beyond the control: 7 for 72 planes. */
+	/* A tenth of a fault per VMA beyond the control: 2 for 24 planes. */
 	bound = control + 3 * FRAMES / 10;
 	limit = ra_limit(bound);
 	/*
-	 * Frames laid out like 4K YUV420 video, each plane mapped on its
+	 * Frames laid out like 1080p YUV420 video, each plane mapped on its
 	 * own, read in order and unmapped, as a video encoder does:
 	 *
-	 *   file |  Y 3840x2160  | U 1920x1080 | V 1920x1080 |  Y  | U | V | ...
+	 *   file |  Y 1920x1080  |  U 960x540  |  V 960x540  |  Y  | U | V | ...
 	 *   VMAs  [-- mmap 1 ---][-- mmap 2 --][-- mmap 3 --][ 4 ][ 5 ][ 6 ]...
 	 *
 	 * Planes are not page aligned: each mapping covers the pages its
@@ -183,14 +183,14 @@ TEST_F(vma_boundary, mprotect_split)
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
 	ASSERT_LE(1, control) TH_LOG("control walk: no major fault, the file was not cold");
-	/* A tenth of a fault per VMA beyond the control: 12 for 128 chunks. */
+	/* A tenth of a fault per VMA beyond the control: 3 for 32 chunks. */
 	bound = control + CHUNKS / 10;
 	/*
-	 * One mapping of 128 chunks of 2 MiB, every other chunk made
+	 * One mapping of 32 chunks of 1 MiB, every other chunk made
 	 * writable (MAP_PRIVATE) so that no two neighbours merge, read in
 	 * order in one walk:
 	 *
-	 *   VMAs  [ r ][ rw ][ r ][ rw ] ... 128 VMAs ... [ rw ]
+	 *   VMAs  [ r ][ rw ][ r ][ rw ] ... 32 VMAs ... [ rw ]
 	 */
 	self->map = mmap(NULL, self->size, PROT_READ, MAP_PRIVATE, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, self->map);
