@@ -1,17 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * Page cache probes of the mmap readahead selftests: what a file has in
- * the page cache, major faults, page walks that stop at a bound, dropping
- * ranges, and the fixed pseudo-random patterns.
- */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 #include <linux/mman.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -21,11 +9,7 @@
 #include "vm_util.h"
 #include "ra_cache.h"
 
-/* Pages between two looks at a walk's counters (and mincore() batches). */
-#define RA_WALK_CHECK		16
-/* A walk drops what lies this many bytes behind it, to bound its RSS. */
-#define RA_WALK_ZAP		(16UL << 20)
-/* How long ra_drop_cache() waits for pages that stay, in ms */
+#define RA_WALK_CHECK		16		/* pages per mincore() and check */
 #define RA_DROP_WAIT_MS		4000
 
 /**
@@ -34,22 +18,14 @@
  * @fd: open file, not mapped anywhere
  * @size: file size in bytes
  *
- * POSIX_FADV_DONTNEED drops only clean, unlocked folios nothing else
- * holds: one under its read, or that another task has locked or holds
- * (taken off the LRU by reclaim or compaction, under migration), stays
- * for a moment. While ra_cached_pages() finds pages (cachestat() counts
- * folios under their read too), the file is written back and its
- * filesystem synced once, and DONTNEED is tried again after 1, 2, 4 ...
- * 512 ms, then every 512 ms, until RA_DROP_WAIT_MS have passed.
- *
- * Return: 0 when nothing is resident; KSFT_SKIP with @fs->why naming
- * what stayed; -1 with @fs->why set on error.
+ * DONTNEED skips dirty folios and, for a moment, those under read or held
+ * by reclaim or migration: so sync once, and retry for RA_DROP_WAIT_MS.
+ * Return: 0 when nothing is cached; KSFT_SKIP with @fs->why naming what
+ * stayed; -1 with @fs->why set on error.
  */
 int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 {
 	unsigned int ms = 0, waited = 0;
-	unsigned char *vec;
-	size_t first = 0;
 	long resident;
 	int err;
 	void *p;
@@ -68,24 +44,18 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 			err = errno;
 			break;
 		}
-		ms = ms ? (ms < 512 ? 2 * ms : ms) : 1;
+		ms = ms ? (ms < 512 ? 2 * ms : ms) : 1;	/* 1, 2 .. 512 ms */
 		usleep(ms * 1000);
 		waited += ms;
 	}
-	/* The first page that stayed and mincore() sees (uptodate) */
-	vec = resident > 0 ? malloc(size / psize() + 1) : NULL;
-	if (vec && !mincore(p, size, vec))
-		while (first < size / psize() && !(vec[first] & 1))
-			first++;
-	free(vec);
 	munmap(p, size);
 	errno = err;
 	if (err)
 		return ra_fs_fail(fs, "dropping the file from the page cache");
 	if (resident)
 		return ra_fs_skip(fs,
-				  "%ld pages stayed cached (the first uptodate at page %zu of %zu) after a sync and DONTNEED for %u ms",
-				  resident, first, size / psize(), waited);
+				  "%ld of %zu pages stayed cached after a sync and DONTNEED for %u ms",
+				  resident, size / psize(), waited);
 	return 0;
 }
 
@@ -93,7 +63,6 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
  * ra_resident_pages() - count resident pages in a mapping, by mincore()
  * @addr: page-aligned start of the range
  * @len: length of the range in bytes
- *
  * Return: the number of resident pages, or -1 on error (errno set).
  */
 long ra_resident_pages(const void *addr, size_t len)
@@ -111,11 +80,7 @@ long ra_resident_pages(const void *addr, size_t len)
 }
 
 /**
- * ra_majflt() - major faults of the calling process so far
- *
- * A major fault is a page cache miss in filemap_fault(): the faulting
- * task had to start the read (and any readahead) itself.
- *
+ * ra_majflt() - major faults (page cache misses) of this process so far
  * Return: ru_majflt of RUSAGE_SELF, or -1 when getrusage() fails.
  */
 long ra_majflt(void)
@@ -126,12 +91,8 @@ long ra_majflt(void)
 }
 
 /**
- * ra_limit() - the count at which a measured walk may stop
+ * ra_limit() - count past which a walk may stop, its verdict known
  * @bound: the test's bound, in major faults or pages missed
- *
- * Past its bound a walk's verdict is known: stopping there keeps a broken
- * kernel as fast to test as a healthy one.
- *
  * Return: @bound, or LONG_MAX when READAHEAD_FULL_RUN=1 (whole figures).
  */
 long ra_limit(long bound)
@@ -142,39 +103,18 @@ long ra_limit(long bound)
 }
 
 /**
- * ra_walk_bytes() - most page cache a walk of a file mapping keeps
- * @ra_kb: read_ahead_kb of the walk, in KiB
- *
- * Return: in bytes, the 32 MiB ra_walk_pages() keeps behind it and two
- * readahead windows ahead; a test adds what else it holds and asks for
- * the sum with ra_need_memory().
- */
-size_t ra_walk_bytes(unsigned long ra_kb)
-{
-	return 2 * RA_WALK_ZAP + 2 * ra_kb * 1024;
-}
-
-/**
  * ra_walk_pages() - read one byte of each page, counting faults and misses
  * @fd: the file mapped at @addr
  * @addr: page-aligned start of the walk in a mapping of @fd
  * @off: file offset @addr maps, in bytes
  * @npages: number of pages to touch
  * @backwards: walk from the last page to the first
- * @limit: stop once both more than this many major faults were taken and
- *	more than this many pages were missed: past it, a bound on either
- *	count is exceeded
- * @walk: result: faults taken, pages missed and touched, whether it
- *	stopped early
+ * @limit: stop once both major faults and missed pages exceed it
+ * @walk: the result
  *
- * The counters are read every 16 pages; mincore() looks 16 pages ahead
- * at a time for @walk->missed, and a page it found missing (or could
- * not look at) is looked at again just before its touch. Every 16 MiB, the 16 MiB lying 16
- * to 32 MiB behind the walk are dropped (ra_drop_range()), so that on a
- * small machine no page cache left behind forces the direct reclaim
- * under which readahead's __GFP_NORETRY allocations fail: major faults
- * no readahead bug caused. Readahead's windows (read_ahead_kb, at most
- * 32 MiB here) stay clear of what is dropped.
+ * Drops what lies 16 to 32 MiB behind: on a small machine, cache left there
+ * forces direct reclaim, failing readahead's __GFP_NORETRY allocations
+ * (faults no readahead bug caused). Windows (<= 32 MiB) stay clear of it.
  */
 void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 		   bool backwards, long limit, struct ra_walk *walk)
@@ -187,7 +127,7 @@ void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 	walk->missed = 0;
 	for (i = 0; i < npages && !walk->stopped; i++) {
 		idx = backwards ? npages - 1 - i : i;
-		/* What the next pages hold; one found missing is looked at again */
+		/* mincore() in batches; recheck what it saw missing */
 		if (i % RA_WALK_CHECK == 0) {
 			n = npages - i < RA_WALK_CHECK ? npages - i : RA_WALK_CHECK;
 			lo = backwards ? idx + 1 - n : idx;
@@ -203,8 +143,7 @@ void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 			ra_drop_range(fd, addr - off, off + first * ps, zap * ps);
 		}
 		if ((i + 1) % RA_WALK_CHECK == 0)
-			walk->stopped = walk->missed > limit &&
-					ra_majflt() - start > limit;
+			walk->stopped = walk->missed > limit && ra_majflt() - start > limit;
 	}
 	walk->touched = i;
 	walk->majflt = ra_majflt() - start;
@@ -240,18 +179,12 @@ void ra_shuffle(unsigned int *order, unsigned int n, unsigned int seed)
 /**
  * ra_slot_spot() - a random folio in the middle half of a slot of a file
  * @base: file offset of the slot in bytes
- * @len: length of the slot in bytes, at least two folios
+ * @len: slot length in bytes, two windows or more to hold a read-around
  * @folio: folio size in bytes (ra_folio_size())
  * @seed: state of the pseudo-random sequence, updated
- *
- * A read-around centred in the middle half of a slot of two windows or
- * more stays within the slot, and is counted and dropped with it.
- *
- * Return: a file offset in bytes, @base + @len / 4 plus a whole number of
- * folios, below @base + 3 * @len / 4.
+ * Return: file offset of the folio, in bytes.
  */
-size_t ra_slot_spot(size_t base, size_t len, size_t folio,
-		    unsigned int *seed)
+size_t ra_slot_spot(size_t base, size_t len, size_t folio, unsigned int *seed)
 {
 	return base + len / 4 + ra_rand(seed) % (len / 2 / folio) * folio;
 }
@@ -259,12 +192,8 @@ size_t ra_slot_spot(size_t base, size_t len, size_t folio,
 /**
  * ra_thrash_bound() - most pages a fault of a thrashing reader may read
  * @fs: filesystem of the file, at the read_ahead_kb of the faults
- *
- * Past MMAP_LOTSAMISS a fault reads the folio it needs; read-around back
- * reads ra_pages. The bound is their geometric mean: at read_ahead_kb
- * 16384 healthy and broken each lie 16x or more from it.
- *
- * Return: sqrt(folio pages * ra_pages), in pages per fault.
+ * Return: pages per fault, the geometric mean of a healthy fault (a folio)
+ * and a broken one (ra_pages): 16x from either at read_ahead_kb 16384.
  */
 long ra_thrash_bound(const struct ra_fs *fs)
 {
@@ -272,15 +201,11 @@ long ra_thrash_bound(const struct ra_fs *fs)
 }
 
 /**
- * ra_map_pmd_aligned() - map a file range at a PMD-aligned address
+ * ra_map_pmd_aligned() - map a file range where a PMD can map its folios
  * @fd: the file
  * @off: file offset of the range in bytes, a multiple of @pmd
  * @len: length of the range in bytes
  * @pmd: PMD size in bytes (read_pmd_pagesize())
- *
- * A PMD-sized folio can be mapped by a PMD only where the virtual and the
- * file address agree modulo the PMD size.
- *
  * Return: a read-only MAP_SHARED mapping, or MAP_FAILED (errno set).
  */
 char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd)
@@ -295,12 +220,8 @@ char *ra_map_pmd_aligned(int fd, size_t off, size_t len, unsigned long pmd)
 }
 
 /**
- * ra_isqrt() - integer square root
+ * ra_isqrt() - integer square root of @n, for geometric-mean bounds
  * @n: the number
- *
- * A bound as far from a healthy figure as from a broken one is their
- * geometric mean, sqrt(healthy * broken).
- *
  * Return: the largest r with r * r <= @n.
  */
 unsigned long ra_isqrt(unsigned long n)
@@ -313,18 +234,14 @@ unsigned long ra_isqrt(unsigned long n)
 }
 
 /**
- * ra_cached_pages() - pages of a file range in the page cache
+ * ra_cached_pages() - pages of a file range in the page cache, counted by
+ * cachestat() from their insertion, or before 6.5 by mincore() once uptodate
  * @fd: the file
  * @map: a mapping of the whole file from offset 0, or NULL
  * @off: file offset of the range in bytes
  * @len: length of the range in bytes
- *
- * cachestat() counts folios from their insertion, still locked under
- * their read; before 6.5 (no cachestat()), mincore() over @map counts
- * them once uptodate. Either counts the page cache, not page tables.
- *
- * Return: the number of pages, or -1 on error or without cachestat()
- * when @map is NULL (errno set).
+ * Return: the number of pages, or -1 on error (errno set), or where there
+ * is no cachestat() and @map is NULL.
  */
 long ra_cached_pages(int fd, const char *map, size_t off, size_t len)
 {
@@ -337,16 +254,11 @@ long ra_cached_pages(int fd, const char *map, size_t off, size_t len)
 }
 
 /**
- * ra_drop_range() - unmap a file range and drop it from the page cache
+ * ra_drop_range() - unmap a range, drop it from the page cache, mmap_miss kept
  * @fd: the file
  * @map: a mapping of the whole file, from offset 0
  * @off: file offset of the range in bytes, page-aligned
  * @len: length of the range in bytes
- *
- * MADV_DONTNEED, then POSIX_FADV_DONTNEED (pages mapped elsewhere stay):
- * the range is cold again, and the struct file's readahead state
- * (mmap_miss) is left as it is. A range left cached shows in the next
- * count.
  */
 void ra_drop_range(int fd, const char *map, size_t off, size_t len)
 {
