@@ -559,9 +559,9 @@ def kernel_changelog(patch):
 SHARED = """\
 Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
 blocks, so that filesystems with a min folio order are covered; btrfs,
-with a bdi of its own, and f2fs, with order-0 folios, in advice,
-random_reader, read_around, sticky_miss and window; one per kind, made by the binary's main()
-and shared by its tests), drops its file from the page cache, faults it
+with a bdi of its own, and f2fs, with order-0 folios, in the tests
+whose outcome they can change; one per kind, made by the binary's
+main() and shared by its tests), drops its file from the page cache, faults it
 in through a mapping in a fixed pattern, and bounds either the major
 faults it takes (ru_majflt) or the pages it brings into the page cache
 (cachestat(), mincore()).
