@@ -19,18 +19,18 @@
 #include "ra_fs.h"
 #include "ra_cache.h"
 
-const struct ra_fs_kind ra_ext4_4k = { .type = "ext4", .block_size = 4096 };
-const struct ra_fs_kind ra_xfs_4k = { .type = "xfs", .block_size = 4096 };
-const struct ra_fs_kind ra_xfs_16k = { .type = "xfs", .block_size = 16384 };
-const struct ra_fs_kind ra_xfs_32k = { .type = "xfs", .block_size = 32768 };
-const struct ra_fs_kind ra_xfs_64k = { .type = "xfs", .block_size = 65536 };
-/* btrfs: BTRFS_MAX_BLOCKS_PER_FOLIO; f2fs: large folios if immutable */
-const struct ra_fs_kind ra_btrfs_4k = { "btrfs", 4096, 8 * sizeof(long) };
-const struct ra_fs_kind ra_f2fs_4k = { "f2fs", 4096, 1 };
+#define RA_XFS(bs)	{ .type = "xfs", .block_size = bs, .mkfs = "-q -f -K -b size=%lu" }
+
+/* ext4: no lazy inode table init writing behind the test's back */
+const struct ra_fs_kind ra_ext4_4k = { .type = "ext4", .block_size = 4096, .mount = "noinit_itable",
+	.mkfs = "-q -F -b %lu -E nodiscard,lazy_itable_init=1,lazy_journal_init=1" };
+const struct ra_fs_kind ra_xfs_4k = RA_XFS(4096);
+const struct ra_fs_kind ra_xfs_16k = RA_XFS(16384);
+const struct ra_fs_kind ra_xfs_32k = RA_XFS(32768);
+const struct ra_fs_kind ra_xfs_64k = RA_XFS(65536);
 
 #define RA_IMAGE_SIZE		(2ULL << 30)	/* sparse; test files are holes */
 #define RA_SCRATCH		"/tmp"
-#define RA_KINDS_MAX		8
 #define RA_MKFS	"PATH=/usr/sbin:/sbin:$PATH mkfs.%s %s %s 2>&1 >/dev/null%s"
 #define RA_PUNCH	" && { fallocate -d %s 2>/dev/null || :; }"
 #define RA_XFS_LOG	(64UL << 20)	/* zeros mkfs.xfs writes */
@@ -42,7 +42,7 @@ static struct ra_made {		/* a kind as ra_fs_init() made it */
 	int ret;			/* 0, or KSFT_SKIP or -1 with fs.why */
 	struct ra_fs fs;
 	FILE *mkfs;
-} made[RA_KINDS_MAX];
+} made[8];
 static int nr_made;
 pid_t ra_main_pid;
 
@@ -106,15 +106,7 @@ static int fs_make(struct ra_made *m, bool punch)
 	close(fd);
 	if (ret)
 		return -1;
-	if (!strcmp(k->type, "xfs"))
-		snprintf(opts, sizeof(opts), "-q -f -K -b size=%lu", k->block_size);
-	else if (!strcmp(k->type, "ext4"))
-		snprintf(opts, sizeof(opts), "-q -F -b %lu -E %s", k->block_size,
-			 "nodiscard,lazy_itable_init=1,lazy_journal_init=1");
-	else if (!strcmp(k->type, "btrfs"))
-		snprintf(opts, sizeof(opts), "-q -f -K -s %lu", k->block_size);
-	else	/* f2fs: 4 KiB blocks */
-		snprintf(opts, sizeof(opts), "-q -f -t0");
+	snprintf(opts, sizeof(opts), k->mkfs, k->block_size);
 	if (punch)
 		snprintf(dig, sizeof(dig), RA_PUNCH, img);
 	snprintf(cmd, sizeof(cmd), RA_MKFS, k->type, opts, img, dig);
@@ -170,14 +162,13 @@ static int loop_attach(const char *img, char *bdev, size_t len)
 	return fd;
 }
 
-/* The loop device's read_ahead_kb; btrfs reads through a bdi of its own. */
-static void find_sysfs_ra(struct ra_fs *fs, const char *type)
+/* btrfs reads through a bdi of its own, not the loop device's */
+static void btrfs_find_ra(struct ra_fs *fs)
 {
 	char path[2 * RA_PATH_LEN];
 	struct dirent *d;
-	DIR *dp = strcmp(type, "btrfs") ? NULL : opendir("/sys/fs/btrfs");
+	DIR *dp = opendir("/sys/fs/btrfs");
 
-	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
 	while (dp && (d = readdir(dp))) {
 		snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices/%s", d->d_name, fs->bdev);
 		if (d->d_name[0] != '.' && !access(path, F_OK))
@@ -187,6 +178,10 @@ static void find_sysfs_ra(struct ra_fs *fs, const char *type)
 	if (dp)
 		closedir(dp);
 }
+
+const struct ra_fs_kind ra_btrfs_4k = { .type = "btrfs", .block_size = 4096,
+	.mkfs = "-q -f -K -s %lu", .find_ra = btrfs_find_ra };
+const struct ra_fs_kind ra_f2fs_4k = { .type = "f2fs", .block_size = 4096, .mkfs = "-q -f -t0" };
 
 /* After its mkfs, mount @m's image and note its read_ahead_kb. */
 static int fs_mount(struct ra_made *m)
@@ -202,9 +197,7 @@ static int fs_mount(struct ra_made *m)
 	if (err)
 		return err;
 	snprintf(dev, sizeof(dev), "/dev/%s", m->fs.bdev);
-	/* ext4: no lazy inode table init writing behind the test's back */
-	err = mount(dev, m->fs.dir, m->kind->type, MS_NOATIME,
-		    strcmp(m->kind->type, "ext4") ? NULL : "noinit_itable") ? errno : 0;
+	err = mount(dev, m->fs.dir, m->kind->type, MS_NOATIME, m->kind->mount) ? errno : 0;
 	close(fd);	/* the mount holds the loop device now */
 	if (err) {
 		ra_fs_skip(&m->fs, "cannot mount %s with %lu-byte blocks on %u-byte pages: %s",
@@ -213,7 +206,10 @@ static int fs_mount(struct ra_made *m)
 		return m->kind->block_size != psize() || err == ENODEV || err == EINVAL ||
 			err == EOPNOTSUPP || err == EPERM ? KSFT_SKIP : -1;
 	}
-	find_sysfs_ra(&m->fs, m->kind->type);
+	snprintf(m->fs.sysfs_ra, sizeof(m->fs.sysfs_ra), "/sys/block/%s/queue/read_ahead_kb",
+		 m->fs.bdev);
+	if (m->kind->find_ra)
+		m->kind->find_ra(&m->fs);
 	if (read_sysfs(m->fs.sysfs_ra, &m->fs.saved_ra_kb)) {
 		umount2(m->fs.dir, MNT_DETACH);
 		return ra_fs_skip(&m->fs, "no read_ahead_kb for %s", m->fs.bdev);
@@ -272,7 +268,7 @@ void ra_fs_init(const struct ra_fs_kind *const kinds[])
 		logs += strcmp(kinds[i]->type, "xfs") ? 0 : RA_XFS_LOG;
 	serial = logs > mem_available() / 4;
 	ra_main_pid = getpid();
-	for (; *kinds && nr_made < RA_KINDS_MAX; kinds++) {	/* more: not given */
+	for (; *kinds && nr_made < (int)ARRAY_SIZE(made); kinds++) {	/* more: not given */
 		m = &made[nr_made++];
 		m->kind = *kinds;
 		m->ret = why ? ra_fs_skip(&m->fs, "%s", why) : fs_make(m, serial);
@@ -305,7 +301,6 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 	fs->page_size = psize();
 	snprintf(fs->type, sizeof(fs->type), "%s", kind->type);
 	fs->block_size = kind->block_size;
-	fs->max_folio = kind->max_folio_blocks * kind->block_size;
 	if (i < nr_made)
 		return made[i].ret;
 	snprintf(fs->why, sizeof(fs->why), "%s with %lu-byte blocks was not given to ra_fs_init()",
@@ -314,7 +309,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 }
 
 /**
- * ra_set_read_ahead_kb() - set read_ahead_kb of the test's disk (btrfs: bdi)
+ * ra_set_read_ahead_kb() - set read_ahead_kb of the test's disk (or its bdi)
  * @fs: filesystem of the test
  * @kb: read_ahead_kb in KiB; files opened afterwards get it as ra_pages
  * Return: 0; KSFT_SKIP with @fs->why set when it cannot be written.

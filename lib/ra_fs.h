@@ -7,12 +7,6 @@
 
 #define RA_PATH_LEN		256	/* mount points, sysfs attributes */
 
-struct ra_fs_kind {
-	const char *type;		/* "ext4", "xfs", "btrfs" or "f2fs" */
-	unsigned long block_size;	/* bytes; min folio size if > a page */
-	unsigned long max_folio_blocks;	/* max per folio, 0: no limit < PMD */
-};
-
 struct ra_fs {
 	char dir[RA_PATH_LEN];		/* where the test file is created */
 	char sysfs_ra[2 * RA_PATH_LEN];	/* read_ahead_kb governing its files */
@@ -20,11 +14,18 @@ struct ra_fs {
 	char type[16];
 	unsigned long block_size;	/* bytes */
 	unsigned long page_size;	/* bytes */
-	unsigned long max_folio;	/* bytes, largest folio; 0: >= PMD */
 	unsigned long ra_kb;		/* KiB, last ra_set_read_ahead_kb() */
 	unsigned long saved_ra_kb;	/* KiB, as the device was attached */
 	char file[2 * RA_PATH_LEN];	/* the test file, removed on teardown */
 	char why[4 * RA_PATH_LEN];	/* reason for a skip or failure */
+};
+
+struct ra_fs_kind {
+	const char *type;		/* mkfs.<type>, mount -t <type> */
+	unsigned long block_size;	/* bytes; min folio size if > a page */
+	const char *mkfs;		/* mkfs options, printf of block_size */
+	const char *mount;		/* mount data, or NULL */
+	void (*find_ra)(struct ra_fs *fs); /* read_ahead_kb not the disk's */
 };
 
 void ra_fs_init(const struct ra_fs_kind *const kinds[]);
@@ -37,8 +38,13 @@ int ra_file_prepare(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd)
 int ra_file_map(struct ra_fs *fs, size_t size, unsigned long ra_kb, int *fd, char **map);
 void ra_teardown(struct ra_fs *fs, char *map, size_t size, int fd);
 extern pid_t ra_main_pid;	/* the binary's main process, set by ra_fs_init() */
-extern const struct ra_fs_kind ra_ext4_4k, ra_xfs_4k, ra_xfs_16k, ra_xfs_32k,
-	ra_xfs_64k, ra_btrfs_4k, ra_f2fs_4k;
+extern const struct ra_fs_kind ra_ext4_4k;
+extern const struct ra_fs_kind ra_xfs_4k;
+extern const struct ra_fs_kind ra_xfs_16k;
+extern const struct ra_fs_kind ra_xfs_32k;
+extern const struct ra_fs_kind ra_xfs_64k;
+extern const struct ra_fs_kind ra_btrfs_4k;
+extern const struct ra_fs_kind ra_f2fs_4k;
 
 /* ra_pages of a file opened now: read_ahead_kb in pages */
 static inline unsigned long ra_pages(const struct ra_fs *fs)

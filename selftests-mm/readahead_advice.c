@@ -34,8 +34,6 @@
 /* Faults of madv_random, one per slot of two windows; its file. */
 #define RANDOM_FAULTS	3
 #define RANDOM_WINDOWS	12
-/* The in-order walk of madv_random_exec. */
-#define EXEC_WALK	(32UL << 20)
 /* Room for two uncapped folios of 128 MiB (arm64, 64 KiB pages). */
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
@@ -63,14 +61,16 @@ FIXTURE(advice) {
 
 FIXTURE_VARIANT(advice) {
 	const struct ra_fs_kind *fs;
+	unsigned long max_folio;	/* bytes, largest folio; 0: any size */
 };
 
 FIXTURE_VARIANT_ADD(advice, ext4_4k) { .fs = &ra_ext4_4k };
 FIXTURE_VARIANT_ADD(advice, xfs_4k) { .fs = &ra_xfs_4k };
 FIXTURE_VARIANT_ADD(advice, xfs_16k) { .fs = &ra_xfs_16k };
 FIXTURE_VARIANT_ADD(advice, xfs_64k) { .fs = &ra_xfs_64k };
-FIXTURE_VARIANT_ADD(advice, btrfs_4k) { .fs = &ra_btrfs_4k };
-FIXTURE_VARIANT_ADD(advice, f2fs_4k) { .fs = &ra_f2fs_4k };
+/* btrfs: BTRFS_MAX_BLOCKS_PER_FOLIO; f2fs: large folios if immutable */
+FIXTURE_VARIANT_ADD(advice, btrfs_4k) { .fs = &ra_btrfs_4k, .max_folio = 8 * sizeof(long) * 4096 };
+FIXTURE_VARIANT_ADD(advice, f2fs_4k) { .fs = &ra_f2fs_4k, .max_folio = 4096 };
 
 FIXTURE_SETUP(advice)
 {
@@ -205,50 +205,6 @@ TEST_F(advice, madv_random)
 			 "async readahead runs for a VM_RAND_READ mapping",
 			 "the same touches through a plain mapping add %ld",
 			 control);
-}
-
-/*
- * MADV_RANDOM on a PROT_EXEC mapping: the VM_EXEC read-around, meant for
- * random access, still reads ra_pages from each fault. The rule is a
- * comment of do_sync_mmap_readahead() since 6.17 ("VM_EXEC case below is
- * already intended for random access"): the exec read-around is sized
- * for code, read at random anyway, so MADV_RANDOM, a hint that "read
- * ahead may be less useful than normally" (madvise(2)), has nothing to
- * take from it; a change of that rule should be a decision this test
- * makes visible, not a side effect. Measured: major
- * faults of an in-order walk of 32 MiB. Bound: sqrt(windows * folios)
- * of the walk, 32 (64 KiB folios) to 128 (4 KiB). Healthy: one per ra
- * window, 2, 16x under or more. Broken (VM_RAND_READ stops it): one per
- * folio, 16x over or more.
- */
-TEST_F(advice, madv_random_exec)
-{
-	size_t ps = self->fs.page_size;
-	struct ra_walk walk;
-	long bound;
-	int ret;
-
-	self->ra = RA_KB * 1024;
-	self->size = EXEC_WALK;
-	ret = ra_file_prepare(&self->fs, self->size, RA_KB, &self->fd);
-	if (!ra_ready(_metadata, ret, &self->fs))
-		return;
-	self->map = mmap(NULL, self->size, PROT_READ | PROT_EXEC, MAP_PRIVATE,
-			 self->fd, 0);
-	if (self->map == MAP_FAILED && (errno == EPERM || errno == EACCES))
-		SKIP(return, "%s is mounted noexec", self->fs.dir);
-	ASSERT_NE(MAP_FAILED, self->map);
-	ASSERT_EQ(0, madvise(self->map, self->size, MADV_RANDOM));
-	bound = ra_isqrt(self->size / self->ra * (self->size / self->folio));
-
-	ra_walk_pages(self->fd, self->map, 0, self->size / ps, false,
-		      ra_limit(bound), &walk);
-	RA_EXPECT_FIGURE(&self->fs, "in-order walk, PROT_EXEC and MADV_RANDOM",
-			 walk.majflt, "major faults", bound,
-			 "VM_RAND_READ stops the VM_EXEC read-around (kept since \"mm/filemap: allow arch to request folio size for exec memory\", 6.17)",
-			 "after %zu of %zu pages", walk.touched,
-			 self->size / ps);
-	ASSERT_LE(1, walk.majflt) TH_LOG("no major fault: the file was not cold");
 }
 
 /*
@@ -398,12 +354,13 @@ TEST_F(advice, fadv_normal)
  * read-around). Nothing to read as 2 MiB folios or PMD-map. Return: true,
  * after a SKIP, where so.
  */
-static bool no_2m_folio(struct __test_metadata *_metadata, struct ra_fs *fs)
+static bool no_2m_folio(struct __test_metadata *_metadata, struct ra_fs *fs,
+			unsigned long max_folio)
 {
-	if (!fs->max_folio || fs->max_folio >= RA_THP_FOLIO_MAX)
+	if (!max_folio || max_folio >= RA_THP_FOLIO_MAX)
 		return false;
 	SKIP(return true, "%s folios hold at most %lu bytes: none of 2 MiB",
-	     fs->type, fs->max_folio);
+	     fs->type, max_folio);
 }
 
 /*
@@ -428,7 +385,7 @@ TEST_F(advice, madv_hugepage_2m)
 		SKIP(return, "transparent hugepages not available");
 	if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
 		SKIP(return, "THP disabled for this process (PR_SET_THP_DISABLE)");
-	if (no_2m_folio(_metadata, &self->fs))
+	if (no_2m_folio(_metadata, &self->fs, variant->max_folio))
 		return;
 	self->size = THP_FILE;
 	ret = ra_file_prepare(&self->fs, self->size, THP_RA_KB, &self->fd);
@@ -644,7 +601,7 @@ TEST_F(advice, madv_hugepage_forward)
 		SKIP(return, "transparent hugepages not available");
 	if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
 		SKIP(return, "THP disabled for this process (PR_SET_THP_DISABLE)");
-	if (no_2m_folio(_metadata, &self->fs))
+	if (no_2m_folio(_metadata, &self->fs, variant->max_folio))
 		return;
 	self->size = THP_FILE;
 	ret = ra_need_memory(&self->fs, ra_walk_bytes(4 * RA_THP_FOLIO_MAX / 1024));
