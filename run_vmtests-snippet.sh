@@ -16,6 +16,7 @@ CATEGORY="readahead" run_test ./readahead_async_marker
 CATEGORY="readahead" run_test ./readahead_descending
 CATEGORY="readahead" run_test ./readahead_eof
 CATEGORY="readahead" run_test ./readahead_exec_mapping
+CATEGORY="readahead" run_test ./readahead_exec_random
 CATEGORY="readahead" run_test ./readahead_fadv_random
 CATEGORY="readahead" run_test ./readahead_memory_limit
 CATEGORY="readahead" run_test ./readahead_random_reader

@@ -109,7 +109,7 @@ static int hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
 	return 0;
 }
 
-FIXTURE(thrash) {
+FIXTURE(thrash_locked) {
 	struct ra_fs fs;
 	struct ra_cgroup cg;
 	int fd;
@@ -123,14 +123,14 @@ FIXTURE(thrash) {
 	int nr_threads;
 };
 
-FIXTURE_VARIANT(thrash) {
+FIXTURE_VARIANT(thrash_locked) {
 	const struct ra_fs_kind *fs;
 };
 
-FIXTURE_VARIANT_ADD(thrash, ext4_4k) { .fs = &ra_ext4_4k };
-FIXTURE_VARIANT_ADD(thrash, xfs_4k) { .fs = &ra_xfs_4k };
-FIXTURE_VARIANT_ADD(thrash, xfs_16k) { .fs = &ra_xfs_16k };
-FIXTURE_VARIANT_ADD(thrash, xfs_64k) { .fs = &ra_xfs_64k };
+FIXTURE_VARIANT_ADD(thrash_locked, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(thrash_locked, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(thrash_locked, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(thrash_locked, xfs_64k) { .fs = &ra_xfs_64k };
 
 /*
  * The rounds' spots hold data, so that reading one is a real bio that
@@ -162,7 +162,7 @@ static int write_spots(struct __test_metadata *_metadata, struct ra_fs *fs,
 	return ret;
 }
 
-FIXTURE_SETUP(thrash)
+FIXTURE_SETUP(thrash_locked)
 {
 	int ret;
 
@@ -191,7 +191,7 @@ FIXTURE_SETUP(thrash)
 	ra_assert_thrashing(_metadata, &self->fs, self->fd, self->map);
 }
 
-FIXTURE_TEARDOWN(thrash)
+FIXTURE_TEARDOWN(thrash_locked)
 {
 	int i;
 
@@ -283,7 +283,7 @@ static bool wait_asleep(struct faulter *f, int nr, int fd, size_t off)
  * aside: seven hits for one miss a round. Threads that come after the
  * page is mapped take no fault: threads of one process share page tables.
  */
-TEST_F_TIMEOUT(thrash, concurrent_faults, TIMEOUT_S)
+TEST_F_TIMEOUT(thrash_locked, concurrent_faults, TIMEOUT_S)
 {
 	size_t folio = ra_folio_size(&self->fs);
 	long bound, pages = 0, waiters = 0;

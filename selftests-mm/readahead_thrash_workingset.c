@@ -136,7 +136,7 @@ static bool mglru_on(void)
 	return caps & 1;
 }
 
-FIXTURE(thrash) {
+FIXTURE(thrash_workingset) {
 	struct ra_fs fs;
 	struct ra_cgroup cg;
 	int fd;
@@ -148,14 +148,14 @@ FIXTURE(thrash) {
 	size_t rounds_off;	/* file offset of the rounds' slots */
 };
 
-FIXTURE_VARIANT(thrash) {
+FIXTURE_VARIANT(thrash_workingset) {
 	const struct ra_fs_kind *fs;
 };
 
-FIXTURE_VARIANT_ADD(thrash, ext4_4k) { .fs = &ra_ext4_4k };
-FIXTURE_VARIANT_ADD(thrash, xfs_4k) { .fs = &ra_xfs_4k };
-FIXTURE_VARIANT_ADD(thrash, xfs_16k) { .fs = &ra_xfs_16k };
-FIXTURE_VARIANT_ADD(thrash, xfs_64k) { .fs = &ra_xfs_64k };
+FIXTURE_VARIANT_ADD(thrash_workingset, ext4_4k) { .fs = &ra_ext4_4k };
+FIXTURE_VARIANT_ADD(thrash_workingset, xfs_4k) { .fs = &ra_xfs_4k };
+FIXTURE_VARIANT_ADD(thrash_workingset, xfs_16k) { .fs = &ra_xfs_16k };
+FIXTURE_VARIANT_ADD(thrash_workingset, xfs_64k) { .fs = &ra_xfs_64k };
 
 /* The fault-around window in bytes: debugfs, else the default (64 KiB). */
 static unsigned long fault_around_window(void)
@@ -164,7 +164,7 @@ static unsigned long fault_around_window(void)
 	       read_num(FAULT_AROUND_ATTR);
 }
 
-FIXTURE_SETUP(thrash)
+FIXTURE_SETUP(thrash_workingset)
 {
 	int ret;
 
@@ -207,7 +207,7 @@ FIXTURE_SETUP(thrash)
 	ASSERT_EQ(0, madvise(self->map_prep, self->size, MADV_RANDOM));
 }
 
-FIXTURE_TEARDOWN(thrash)
+FIXTURE_TEARDOWN(thrash_workingset)
 {
 	if (self->map_prep && self->map_prep != MAP_FAILED)
 		munmap(self->map_prep, self->size);
@@ -270,7 +270,7 @@ static void prepare_hits(struct __test_metadata *_metadata, int fd,
  *
  * Healthy: one miss, no hit counted. Broken: three hits for one miss.
  */
-TEST_F(thrash, refaulting_workingset)
+TEST_F(thrash_workingset, refaulting_workingset)
 {
 	size_t ps = self->fs.page_size, folio = ra_folio_size(&self->fs);
 	size_t ballast = self->size - BALLAST, pmd = read_pmd_pagesize();
