@@ -9,7 +9,8 @@
 #
 # RA_TESTS="name ..." installs only those tests (names of selftests-mm/*.c
 # or *.patch without the suffix); RA_TESTS="" installs the helpers and
-# the category alone.
+# the category alone. mm's own tests without one of ours (a posting of
+# their own) get their run lines and config options, not the category.
 #
 # What changes in the tree's mm directory:
 #   - the tests and lib/*.[ch] are copied in; a patch is applied to the
@@ -57,9 +58,11 @@ else
 		sed 's/\.c$//; s/\.patch$//' | LC_ALL=C sort)
 fi
 patched=
+ours=$([ -n "$tests" ] || echo category)
 for t in $tests; do
 	if [ -f "$top/selftests-mm/$t.c" ]; then
 		cp "$top/selftests-mm/$t.c" "$mm/"
+		ours+=" $t"
 	elif [ -f "$top/selftests-mm/$t.patch" ]; then
 		patch -s -R -f --dry-run -d "$1" -p1 < "$top/selftests-mm/$t.patch" \
 			> /dev/null 2>&1 ||
@@ -71,7 +74,7 @@ for t in $tests; do
 		exit 2
 	fi
 done
-cp "$top"/lib/*.[ch] "$mm/"
+[ -z "$ours" ] || cp "$top"/lib/*.[ch] "$mm/"
 # What every test links: the lib's .c files but the cgroup part, which
 # only a test in a cgroup of its own links.
 lib_c=$(cd "$top/lib" && printf '%s\n' *.c | grep -vx ra_cgroup.c | LC_ALL=C sort | paste -sd ' ')
@@ -153,34 +156,36 @@ add_block_after() {
 		"$3" | update "$3"
 }
 
-gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
-cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
-# The lists, before the TEST_PROGS block.
-add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
-for t in $tests; do
-	[ -f "$top/selftests-mm/$t.c" ] || continue
-	var=READAHEAD_TESTS
-	! grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" ||
-		var=READAHEAD_CGROUP_TESTS
-	if grep -q "^$var += " "$mk"; then
-		add_sorted "$var" "$t" "$mk"
-	else
-		add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$var += $t" "$mk"
+if [ -n "$ours" ]; then
+	gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
+	cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
+	# The lists, before the TEST_PROGS block.
+	add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
+	for t in $tests; do
+		[ -f "$top/selftests-mm/$t.c" ] || continue
+		var=READAHEAD_TESTS
+		! grep -q '^#include "ra_cgroup.h"$' "$top/selftests-mm/$t.c" ||
+			var=READAHEAD_CGROUP_TESTS
+		if grep -q "^$var += " "$mk"; then
+			add_sorted "$var" "$t" "$mk"
+		else
+			add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$var += $t" "$mk"
+		fi
+	done
+	# The lib's headers, so that editing one rebuilds the tests (lib.mk).
+	add_after_last '^LOCAL_HDRS \+= ' \
+		'LOCAL_HDRS += $(selfdir)/mm/ra_cache.h $(selfdir)/mm/ra_fs.h' "$mk"
+	add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
+	set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
+		'^READAHEAD_BINS := ' "$mk"
+	if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
+		add_after_last '^\$\(READAHEAD_BINS\): ' "$cg_bins" "$mk"
+		add_after_last '^READAHEAD_CGROUP_BINS := ' \
+			'$(READAHEAD_CGROUP_BINS): CFLAGS += -I$(selfdir)/cgroup/lib/include' "$mk"
+		add_after_last '^\$\(READAHEAD_CGROUP_BINS\): CFLAGS' \
+			'$(READAHEAD_CGROUP_BINS): ra_cgroup.c $(selfdir)/cgroup/lib/cgroup_util.c' "$mk"
+		add_after_last '^LOCAL_HDRS \+= ' 'LOCAL_HDRS += $(selfdir)/mm/ra_cgroup.h' "$mk"
 	fi
-done
-# The lib's headers, so that editing one rebuilds the tests (lib.mk).
-add_after_last '^LOCAL_HDRS \+= ' \
-	'LOCAL_HDRS += $(selfdir)/mm/ra_cache.h $(selfdir)/mm/ra_fs.h' "$mk"
-add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
-set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
-	'^READAHEAD_BINS := ' "$mk"
-if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then
-	add_after_last '^\$\(READAHEAD_BINS\): ' "$cg_bins" "$mk"
-	add_after_last '^READAHEAD_CGROUP_BINS := ' \
-		'$(READAHEAD_CGROUP_BINS): CFLAGS += -I$(selfdir)/cgroup/lib/include' "$mk"
-	add_after_last '^\$\(READAHEAD_CGROUP_BINS\): CFLAGS' \
-		'$(READAHEAD_CGROUP_BINS): ra_cgroup.c $(selfdir)/cgroup/lib/cgroup_util.c' "$mk"
-	add_after_last '^LOCAL_HDRS \+= ' 'LOCAL_HDRS += $(selfdir)/mm/ra_cgroup.h' "$mk"
 fi
 
 # mm's tests with this project's cases: run with those cases only, after
@@ -200,7 +205,7 @@ for t in $patched; do
 done
 
 # 7.x: one ksft_<category>.sh wrapper per category in TEST_PROGS.
-if grep -q '^TEST_PROGS += ksft_' "$mm/Makefile"; then
+if [ -n "$ours" ] && grep -q '^TEST_PROGS += ksft_' "$mm/Makefile"; then
 	if [ ! -f "$mm/ksft_readahead.sh" ]; then
 		printf '%s\n' '#!/bin/sh -e' '# SPDX-License-Identifier: GPL-2.0' '' \
 			'./run_vmtests.sh -t readahead' > "$mm/ksft_readahead.sh"
@@ -239,7 +244,7 @@ done < "$top/config"
 # "example:" line) and its run lines (before the summary), both taken
 # from run_vmtests-snippet.sh.
 snippet=$top/run_vmtests-snippet.sh
-if ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
+if [ -n "$ours" ] && ! grep -q '^- readahead$' "$mm/run_vmtests.sh"; then
 	USAGE=$(sed -n '/^# usage:$/,/^#$/{ /^#- /s/^#//p; /^#\t/s/^#//p; }' "$snippet") \
 	awk '/^$/ && !u { held++; next }
 		/^example: / && !u { print ENVIRON["USAGE"]; u = 1 }

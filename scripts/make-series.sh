@@ -5,12 +5,13 @@
 # plans them from verdicts/expected.tsv and validation/configurations:
 # first the tests that pass on released 7.3, then one series per fix, its
 # kernel change(s) from validation/patches/ first, then the tests it makes
-# pass; each series in a directory of its own (OUT/<n>-<name>/) with a
-# cover letter. Each test patch is made by install-in-tree.sh from a
-# payload holding only the tests so far (and only their variants: a later
-# patch adds the variants of a test that need a fix) and the lib's
-# functions, types and macros they use, so that a helper goes in with its
-# first user; the first patch adds the "readahead" category, the helpers
+# pass; then single patches posted apart (a test that pins a rule of the
+# code, on the first series; mm's own test with our cases, on the
+# pristine tree); each series in a directory of its own
+# (OUT/<n>-<name>/), with a cover letter where it has more than one
+# patch. Each test patch is made by install-in-tree.sh from a payload
+# holding only the tests so far and the lib's functions, types and
+# macros they use, so that a helper goes in with its first user; the first patch adds the "readahead" category, the helpers
 # its first test uses and the MAINTAINERS lines (under PAGE CACHE) for
 # its files, with that test.
 #
@@ -118,13 +119,15 @@ done < <(echo "$plan" | sed -n 's/^problem //p')
 mapfile -t names < <(echo "$plan" | sed -n 's/^series \([^ ]*\).*/\1/p')
 first=${names[0]}
 
-# The specs of a series' tests (NAME, or NAME:VARIANT,... for some of a
-# test's variants) and its kernel patches, from the plan.
+# The tests of a series and its kernel patches, from the plan.
 series_tests() {
 	echo "$plan" | awk -v s="$1" '$1 == "series" { on = $2 == s; next }
-		on && $1 == "test" { printf "%s", $2
-			for (i = 3; i <= NF; i++) printf "%s%s", i == 3 ? ":" : ",", $i
-			print "" }'
+		on && $1 == "test" { print $2 }'
+}
+series_onto() {
+	echo "$plan" | awk -v s="$1" '$1 == "series" { on = $2 == s; next }
+		on && $0 == "onto base" { b = 1 }
+		END { print b ? "base" : "'"$first"'" }'
 }
 series_patches() {
 	echo "$plan" | awk -v s="$1" '$1 == "series" { on = $2 == s; next }
@@ -164,38 +167,35 @@ commit() {
 		sed '1,/^---$/d' "$work/text" | git notes add -f -F -
 }
 
-# The tests of the specs into the tree: install-in-tree.sh of a payload
+# The tests named into the tree: install-in-tree.sh of a payload
 # staged with only them and what they use.
 install() {
-	local names=() s
-
 	"$top/scripts/series_plan.py" stage "$work/stage" "$@"
-	for s in "$@"; do names+=("${s%%:*}"); done
-	RA_TESTS="${names[*]}" "$work/stage/scripts/install-in-tree.sh" "$tree" > /dev/null
+	RA_TESTS="$*" "$work/stage/scripts/install-in-tree.sh" "$tree" > /dev/null
 }
 
 # The first series: the category with its first test, the helpers that
 # test uses and the MAINTAINERS lines, then one commit per test, with the
 # helpers it is the first to use.
 git checkout -q -b "$first"
-mapfile -t first_specs < <(series_tests "$first")
-specs=()
-for spec in "${first_specs[@]}"; do
-	specs+=("$spec")
-	install "${specs[@]}"
-	args=(test "${spec%%:*}" --series "$first")
-	[ "${spec#*:}" = "$spec" ] || args+=(--variants "${spec#*:}")
-	if [ ${#specs[@]} = 1 ]; then
+mapfile -t first_tests < <(series_tests "$first")
+tests=()
+for t in "${first_tests[@]}"; do
+	tests+=("$t")
+	install "${tests[@]}"
+	args=(test "$t" --series "$first")
+	if [ ${#tests[@]} = 1 ]; then
 		maintainers_add
 		args=(category "${args[@]}")
 	fi
 	commit "${args[@]}"
 done
 
-# A fix series, on the first: its kernel patches, then its tests, whole
-# (a test the first series has in part gets its other variants).
+# Every other series on the first (or, mm's own test alone, on the
+# pristine tree): its kernel patches, then its tests.
 for s in "${names[@]:1}"; do
-	git checkout -q -b "$s" "$first"
+	onto=$(series_onto "$s")
+	git checkout -q -b "$s" "$onto"
 	while read -r p; do
 		git apply "$top/validation/patches/$p" ||
 			fail "$p does not apply to linux-source-$series"
@@ -207,28 +207,28 @@ for s in "${names[@]:1}"; do
 		git commit -q -a -F "$work/msg"
 	done < <(series_patches "$s")
 	while read -r t; do
-		specs=()
-		args=(test "$t" --series "$s")
-		for spec in "${first_specs[@]}"; do
-			if [ "${spec%%:*}" = "$t" ]; then
-				args+=(--extends)
-			else
-				specs+=("$spec")
-			fi
-		done
-		install "${specs[@]}" "$t"
-		commit "${args[@]}"
-	done < <(series_tests "$s" | sed 's/:.*//')
+		if [ "$onto" = base ]; then
+			install "$t"
+		else
+			install "${first_tests[@]}" "$t"
+		fi
+		commit test "$t" --series "$s"
+	done < <(series_tests "$s")
 done
 
-# Each series as patches with a cover letter, in OUT/<n>-<name>.
+# Each series as patches in OUT/<n>-<name>, with a cover letter where
+# it has more than one.
 dirs=()
 summary=
-prev=base
 for s in "${names[@]}"; do
 	dir=$out/$(( ${#dirs[@]} + 1 ))-$s
 	dirs+=("$dir")
-	git format-patch -q --notes --cover-letter --no-signature -o "$dir" "$prev..$s"
+	prev=$(series_onto "$s")
+	[ "$s" != "$first" ] || prev=base
+	cover=()
+	[ "$(git rev-list --count "$prev..$s")" = 1 ] || cover=(--cover-letter)
+	git format-patch -q --notes "${cover[@]}" --no-signature -o "$dir" "$prev..$s"
+	[ ${#cover[@]} = 1 ] || { summary+="${summary:+, }$s 1"; continue; }
 	"$top/scripts/series-text.py" cover "$s" > "$work/cover"
 	python3 - "$dir"/0000-cover-letter.patch "$work/cover" <<'EOF'
 import sys
@@ -240,7 +240,6 @@ text = text.replace('*** BLURB HERE ***', blurb)
 open(path, 'w').write(text)
 EOF
 	summary+="${summary:+, }$s $(find "$dir" -name '0*.patch' ! -name 0000-cover-letter.patch | wc -l)"
-	prev=$first
 done
 
 # checkpatch --strict on each patch (not on the cover letters). Two of
@@ -291,7 +290,7 @@ for i in "${!names[@]}"; do
 		[ "${p##*/}" = 0000-cover-letter.patch ] || patches+=("$p")
 	done
 	onto=base
-	[ "$i" = 0 ] || onto=am-$first
+	[ "$i" = 0 ] || [ "$(series_onto "$s")" = base ] || onto=am-$first
 	git checkout -q -f -B "am-$s" "$onto"
 	git clean -q -fdx
 	if ! git am -q "${patches[@]}" > "$work/am.log" 2>&1; then
@@ -344,7 +343,7 @@ for f in open(sys.argv[1]).read().split():
 # patched mm test is 7.3's file with selftests-mm/<test>.patch applied.
 declare -A last
 for s in "${names[@]}"; do
-	while read -r t; do last[$t]=$s; done < <(series_tests "$s" | sed 's/:.*//')
+	while read -r t; do last[$t]=$s; done < <(series_tests "$s")
 done
 for t in "${!last[@]}"; do
 	ours=$top/selftests-mm/$t.c
@@ -387,12 +386,12 @@ if [ "$build" = 1 ] && [ "$bad" = 0 ]; then
 		fi
 		while read -r t; do
 			[ -x "$tree/$mmdir/$t" ] || fail "$t was not built in $s"
-		done < <(series_tests "$s" | sed 's/:.*//')
+		done < <(series_tests "$s")
 	done
 fi
 
 if [ "$bad" = 0 ]; then
-	echo "series: ${#names[@]} series ($summary patches, each with a cover letter) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first, and stacked in order)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names: pass"
+	echo "series: ${#names[@]} series ($summary patches, a cover letter where more than one) in $out; checkpatch --strict clean, git am on pristine $series (a fix series after the first, and stacked in order)$([ "$build" = 1 ] && echo ", W=1 build without warnings in our files"), verdicts as planned, no internal names: pass"
 else
 	echo "series: fail${keep:+ (kept in $keep)}"
 fi

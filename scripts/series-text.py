@@ -5,11 +5,9 @@
   series-text.py category
                          changelog of the first patch: the readahead
                          category and the helpers every test uses
-  series-text.py test NAME --series SERIES [--variants V,...] [--extends]
+  series-text.py test NAME --series SERIES
                          changelog of the patch that adds selftests-mm/
-                         NAME.c (only variants V with --variants; with
-                         --extends it adds the variants of NAME that an
-                         earlier series left out)
+                         NAME.c (or NAME.patch's cases)
   series-text.py kernel PATCH
                          changelog of validation/patches/PATCH as a patch
                          of a series
@@ -371,16 +369,11 @@ What tests share is the filesystem's metadata and caches: each gets a
 new file, opened cold and checked, and sets its own read_ahead_kb,
 which its teardown puts back (the main process at exit, after a test a
 harness timeout killed; after a SIGKILL a free loop device may keep
-another one). The
-kinds are ext4, XFS of several block sizes (min folio orders), and
-for the tests another filesystem can change, btrfs, whose files are
-read through a bdi of its own (ra_pages at mount 128 KiB times its
-devices, at least 4 MiB), so that the test sets that bdi's
-read_ahead_kb, and whose folios stop at 64 blocks; and f2fs, whose own
-read path builds order-0 folios for files that are not immutable. A
-kind whose mkfs is missing or fails, or whose filesystem does not mount
-(no support, f2fs where the page is not 4 KiB, a root in a user
-namespace), skips with the reason.
+another one). The kinds are ext4 and XFS of several block sizes (min
+folio orders); a test that another filesystem can change brings its
+kind. A kind whose mkfs is missing or fails, or whose filesystem does
+not mount (no support, a root in a user namespace), skips with the
+reason.
 ra_fs.c also creates the test's sparse file and opens it cold (dropped
 from the page cache, which is checked); ra_cache.[ch] count resident
 pages and print each figure with its bound, ra_pages and folio size in
@@ -396,16 +389,44 @@ async readahead is retried with FAULT_FLAG_TRIED, and mm_account_fault()
 counts that retry as a major fault too: a healthy in-order walk then
 takes one major fault per window. vma_boundary bounds its walks beyond
 a control (the same bytes read through one mapping), which counts the
-same retries; read_around and advice's madv_hugepage_forward bound the
-pages a walk found missing from the page cache as it reached them
-(mincore() just before each touch), which no retry adds to: neither
-fails on 6.1 for it.
+same retries; the walk also counts the pages it found missing from the
+page cache as it reached them (mincore() just before each touch), which
+no retry adds to, and tests that bound a walk without a control bound
+those: none fails on 6.1 for it.
 
 Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a
 debug kernel (KASAN, lockdep) under emulation finishes them. The whole
 category runs in seconds on a host and in a few minutes under TCG,
 well within mm's settings timeout."""
+
+
+# What a test brings to the lib where it is the first to use it: the
+# name it uses, the paragraph its changelog gets.
+FIRST_USES = [
+    ('ra_btrfs_4k', 'Its btrfs variant brings the btrfs kind of ra_fs.c '
+     '(CONFIG_BTRFS_FS in config): btrfs reads its files through a bdi of '
+     'its own (ra_pages at mount 128 KiB times its devices, at least '
+     '4 MiB), so that the test sets that bdi\'s read_ahead_kb; its folios '
+     'stop at 64 blocks.'),
+    ('ra_f2fs_4k', 'Its f2fs variant brings the f2fs kind (CONFIG_F2FS_FS '
+     'in config): f2fs\'s own read path builds order-0 folios for files '
+     'that are not immutable; it mounts only where the page is 4 KiB, and '
+     'skips elsewhere.'),
+]
+
+
+def first_uses(name):
+    """The FIRST_USES paragraphs of the tests a test is the first to
+    use, in the order of the series."""
+    order = [t for s in sp.plan()[0] for t, _ in s[3]]
+    out = []
+    for ident, text in FIRST_USES:
+        users = [t for t in order if re.search(r'\b%s\b' % ident,
+                                               sp.strip_code(sp.source(t)))]
+        if users and users[0] == name:
+            out.append(text)
+    return out
 
 
 def plan_of(series):
@@ -415,7 +436,7 @@ def plan_of(series):
     sys.exit('no series %s' % series)
 
 
-def test_changelog(name, series, variants=None, extends=False):
+def test_changelog(name, series):
     cols, rows = sp.table()
     base = sp.base_columns(cols)
     _, fix, patches, _ = plan_of(series)
@@ -427,23 +448,8 @@ def test_changelog(name, series, variants=None, extends=False):
                                             name + '.c'))
     title = comment[0].rstrip('.') if comment else name
     notes = []
-    first_cases = []
-    for t, v in sp.plan()[0][0][3]:
-        if t == name:
-            first_cases = sp.cases_of(name, rows, v)
-    cases = sp.cases_of(name, rows, variants)
-    if extends:
-        cases = [c for c in cases if c not in first_cases]
-        subject = 'selftests/mm: add the %s variants this fix makes pass' \
-            % name
-        vs = sorted({c.split('.')[1] for c in cases})
-        body = [wrap('%s came with the variants that pass on 7.3. Add the '
-                     'others (%s): the read-around marker lands on the '
-                     'faulting folio there.' % (name, ', '.join(vs)))
-                if name.endswith('read_around') else
-                wrap('%s came with the variants that pass on 7.3. Add the '
-                     'others: %s.' % (name, ', '.join(vs)))]
-    elif sp.patched(name):
+    cases = sp.cases_of(name, rows)
+    if sp.patched(name):
         subject = 'selftests/mm: %s: add %s cases' % (name,
                                                       sp.fixture_of(name))
         body = [reflow(comment), '', wrap(
@@ -460,11 +466,8 @@ def test_changelog(name, series, variants=None, extends=False):
         if len(subject) + len(tail) + 3 <= 75:
             subject += ' (%s)' % tail
         body = [reflow(comment)]
-        if variants:
-            body += ['', wrap('The variants that fail on 7.3 (%s) come '
-                              'with the fix that makes them pass.' % ', '.join(
-                                  v for v in sp.variants_of(name)
-                                  if v not in variants))]
+        for text in first_uses(name):
+            body += ['', wrap(text)]
     if fix:
         fcols = sp.fix_columns(fix, cols)
         bad = [b for b in base if any(rows[c].get(b) == 'FAIL'
@@ -589,9 +592,8 @@ or one test: cd tools/testing/selftests/mm && ./readahead_<name>
 
 # What the first series answers to questions its tests raise.
 REVIEW_NOTES = [
-    'Rules the tests pin that are not documented: the exec read-around '
-    'under MADV_RANDOM (a comment of do_sync_mmap_readahead() since 6.17, '
-    'madvise(2) making MADV_RANDOM a hint), the two folios of forced THP '
+    'Rules the tests pin that are not documented: the two folios of forced '
+    'THP '
     'readahead and their 2 MiB cap (comments there, the cap since 7.3), '
     'MMAP_LOTSAMISS (100, copied: there is no interface; the random '
     'phases that pass it by 10 fail if it grows past 110, and their '
@@ -634,8 +636,18 @@ def cover(series):
                         'that makes it pass, on top of this one:'))
         out.append('')
         for s in series_list[1:]:
-            out.append(wrap('- ' + subject_of(s[2][0]), '  ')
-                       .replace('  - ', '- ', 1))
+            if s[2]:
+                out.append(wrap('- ' + subject_of(s[2][0]), '  ')
+                           .replace('  - ', '- ', 1))
+        later = [t for s in series_list[1:] if not s[2] for t, _ in s[3]]
+        out += ['', wrap('Posted apart, each as a single patch: %s, on top '
+                         'of this series, pins a rule of the code rather '
+                         'than a promise to programs; cases of mm\'s own '
+                         '%s apply on the tree as it is.' % (
+                             ' and '.join(t for t in later
+                                          if not sp.patched(t)),
+                             ' and '.join(t for t in later
+                                          if sp.patched(t))))]
     else:
         subject = subject_of(patches[0])
         first = kernel_changelog(patches[0])[1].split('\n\n')[0]
@@ -670,23 +682,13 @@ def main():
     args = sys.argv[1:]
     if not args:
         sys.exit(__doc__)
-    if args[0] == 'test' and len(args) >= 4 and args[2] == '--series':
-        name, series = args[1], args[3]
-        rest = args[4:]
-        variants = None
-        if '--variants' in rest:
-            variants = rest[rest.index('--variants') + 1].split(',')
-        subj, body = test_changelog(name, series, variants,
-                                    '--extends' in rest)
+    if args[0] == 'test' and len(args) == 4 and args[2] == '--series':
+        subj, body = test_changelog(args[1], args[3])
     elif args[0] == 'category' and len(args) == 1:
         subj, body = CATEGORY_SUBJECT, CATEGORY
-    elif args[0] == 'category' and len(args) >= 5 and args[1] == 'test':
+    elif args[0] == 'category' and len(args) == 5 and args[1] == 'test':
         # The category comes with its first test.
-        rest = args[5:]
-        variants = None
-        if '--variants' in rest:
-            variants = rest[rest.index('--variants') + 1].split(',')
-        subj, body = test_changelog(args[2], args[4], variants)
+        subj, body = test_changelog(args[2], args[4])
         body, notes = body.split('\n---\n', 1)
         body += '\n\n' + CATEGORY + '\n\n---\n' + notes
     elif args[0] == 'kernel' and len(args) == 2:

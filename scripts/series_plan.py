@@ -3,12 +3,12 @@
 """The plan of the readahead patch series, and the payload of each stage.
 
   series_plan.py plan            the series, one block each: "series NAME
-                                 [FIX-COLUMN]", its kernel patches
-                                 ("patch FILE"), its tests ("test NAME
-                                 VARIANT..." or "test NAME" for all)
-  series_plan.py stage DIR [TEST[:VARIANT,...]...]
-                                 the payload with only those tests (and
-                                 only those variants of a test): DIR/
+                                 [FIX-COLUMN]", "onto base" for one that
+                                 applies on the pristine tree, its kernel
+                                 patches ("patch FILE"), its tests ("test
+                                 NAME")
+  series_plan.py stage DIR [TEST...]
+                                 the payload with only those tests: DIR/
                                  selftests-mm, lib, config,
                                  run_vmtests-snippet.sh and scripts/
                                  install-in-tree.sh, with the lib's
@@ -22,14 +22,15 @@
 The plan follows verdicts/expected.tsv and validation/configurations. A
 test file goes into the first series when no case of it fails on a
 pristine 7.3 column (v7.3, debian-7.3, v7.3-arm64-64k, ...), LEADER
-first (it comes with the category), mm's own tests last. Otherwise
-its variants whose cases all pass there stay in the first series, and
-the rest go with the fix whose columns (v7.3+<fix>, v7.3-arm64-64k+<fix>)
-pass them all: the fixes are the configurations whose patches are all
-on the v7.3+fixes line, in that line's order. A skip counts as a pass on
-a fix column only where the pristine column of the same machine skips
-too (the hardware, not the fix). A test that no fix makes pass is
-reported and left out.
+first (it comes with the category), unless it pins a rule of the code
+(PINNED: a series of its own after the fixes). Otherwise it goes with
+the fix whose columns (v7.3+<fix>, v7.3-arm64-64k+<fix>) pass all its
+cases: the fixes are the configurations whose patches are all on the
+v7.3+fixes line, in that line's order. A skip counts as a pass on a fix
+column only where the pristine column of the same machine skips too
+(the hardware, not the fix). A test that no fix makes pass is reported
+and left out. mm's own tests with our cases (selftests-mm/*.patch) are
+postings of their own, on the pristine tree, without the category.
 """
 import os
 import re
@@ -39,8 +40,12 @@ import sys
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST = 'selftests'
 # The test that comes with the category: a plain outcome (major faults of
-# a reader), whatever the order of the others; mm's own tests go last.
+# a reader), whatever the order of the others.
 LEADER = 'readahead_vma_boundary'
+# Tests that pin a rule of the kernel's code rather than a promise to
+# programs, each named in its header: series of their own, on the first,
+# without a kernel change, after the fixes.
+PINNED = {'readahead_exec_random': 'exec-read-around-random'}
 
 
 def table():
@@ -129,16 +134,16 @@ def tests_of(name):
                       re.M)
 
 
-def cases_of(name, rows, variants=None):
+def cases_of(name, rows):
     """The cases of a test file, as expected.tsv names them (FIXTURE.TEST
     where the fixture has no variants)."""
     fx = fixture_of(name)
     if not variants_of(name):
         return sorted(c for c in ('%s.%s' % (fx, t) for t in tests_of(name))
                       if c in rows)
-    vs = variants_of(name) if variants is None else variants
     return sorted(c for c in ('%s.%s.%s' % (fx, v, t)
-                              for v in vs for t in tests_of(name))
+                              for v in variants_of(name)
+                              for t in tests_of(name))
                   if c in rows)
 
 
@@ -154,24 +159,26 @@ def passes(verdicts, col, cols):
 
 
 def plan():
-    """[(series, fix column or None, [patch], [(test, variants or None)])],
-    and the problems found (tests left out)."""
+    """[(series, fix column or None, [patch], [(test, None)])], and the
+    problems found (tests left out)."""
     cols, rows = table()
     base = base_columns(cols)
     fx = fixes()
-    first = []
+    first, own = [], []
+    pinned = {}
     per_fix = {f: [] for f, _ in fx}
     problems = []
     for name in test_names():
-        variants = variants_of(name)
-        good = [v for v in variants
-                if not any(rows[c].get(b) == 'FAIL'
-                           for c in cases_of(name, rows, [v]) for b in base)]
-        if good == variants:
-            first.append((name, None))
+        cases = cases_of(name, rows)
+        if patched(name):
+            own.append((own_series(name), None, [], [(name, None)]))
             continue
-        rest = [v for v in variants if v not in good]
-        cases = cases_of(name, rows, rest)
+        if not any(rows[c].get(b) == 'FAIL' for c in cases for b in base):
+            if name in PINNED:
+                pinned.setdefault(PINNED[name], []).append((name, None))
+            else:
+                first.append((name, None))
+            continue
         home = [f for f, _ in fx
                 if all(passes(rows[c], col, cols)
                        for col in fix_columns(f, cols) for c in cases)]
@@ -179,15 +186,26 @@ def plan():
             problems.append('%s: fails on 7.3 and no fix makes it pass '
                             '(%s)' % (name, ', '.join(cases)))
             continue
-        if good:
-            first.append((name, good))
         per_fix[home[0]].append((name, None))
-    first.sort(key=lambda t: (t[0] != LEADER, patched(t[0]), t[0]))
+    first.sort(key=lambda t: (t[0] != LEADER, t[0]))
     out = [(FIRST, None, [], first)]
     for f, patches in fx:
         if per_fix[f]:
             out.append((series_name(f), f, patches, per_fix[f]))
-    return out, problems
+    out += [(n, None, [], t) for n, t in sorted(pinned.items())]
+    return out + own, problems
+
+
+def own_series(name):
+    """The series of mm's own test with our cases: a posting of its own,
+    on the pristine tree."""
+    return name.replace('_', '-')
+
+
+def onto(series):
+    """What a series applies on: 'base' (the pristine tree) or FIRST."""
+    return 'base' if series in (own_series(t) for t in test_names()
+                                if patched(t)) else FIRST
 
 
 def series_name(fix):
@@ -397,41 +415,16 @@ def has_api(us, keep_idx, used):
     return any(k in keep_idx and k in used for k in range(len(us)))
 
 
-def slice_test(name, variants):
-    """A test's source with only the FIXTURE_VARIANT_ADD of variants."""
-    text = source(name)
-    if variants is None:
-        return text
-    out, skip = [], False
-    for line in text.split('\n'):
-        m = re.match(r'FIXTURE_VARIANT_ADD\(\w+,\s*(\w+)\)', line)
-        if m and m.group(1) not in variants:
-            skip = not line.rstrip().endswith('};')
-            continue
-        if skip:
-            skip = not line.rstrip().endswith('};')
-            continue
-        out.append(line)
-    return '\n'.join(out)
-
-
-def stage(dest, specs):
-    """specs: "test" or "test:variant,variant", later ones winning."""
-    chosen = {}
-    for spec in specs:
-        t, _, v = spec.partition(':')
-        chosen[t] = v.split(',') if v else None
+def stage(dest, chosen):
+    """chosen: the names of the tests."""
     if os.path.exists(dest):
         shutil.rmtree(dest)
     for d in ('selftests-mm', 'lib', 'scripts'):
         os.makedirs(os.path.join(dest, d))
     roots = set()
-    for t, v in chosen.items():
-        text = slice_test(t, v)
+    for t in chosen:
+        text = source(t)
         if patched(t):
-            if v is not None:
-                sys.exit('%s: the variants of a patched mm test cannot be '
-                         'split' % t)
             shutil.copy2(os.path.join(TOP, 'selftests-mm', t + '.patch'),
                          os.path.join(dest, 'selftests-mm'))
         else:
@@ -485,34 +478,32 @@ def verdict_problems():
     cols, rows = table()
     base = base_columns(cols)
     series, problems = plan()
-    first = [c for t, v in series[0][3] for c in cases_of(t, rows, v)]
-    for c in first:
-        bad = [b for b in base if rows[c].get(b) == 'FAIL']
-        if bad:
-            problems.append('%s: FAIL on %s, in the first series' %
-                            (c, ', '.join(bad)))
-    for name, fix, _, tests in series[1:]:
+    first = [c for t, _ in series[0][3] for c in cases_of(t, rows)]
+    for name, fix, _, tests in series:
+        cases = [c for t, _ in tests for c in cases_of(t, rows)]
+        if not cases:
+            problems.append('%s: no case' % name)
+        if not fix:
+            # The first series and those without a kernel change.
+            for c in cases:
+                bad = [b for b in base if rows[c].get(b) == 'FAIL']
+                if bad:
+                    problems.append('%s: FAIL on %s, in series %s' %
+                                    (c, ', '.join(bad), name))
+            continue
         fcols = fix_columns(fix, cols)
         if not fcols:
             problems.append('%s: no column of %s' % (name, fix))
-        done = []
-        for t, _ in tests:
-            # The cases this series brings: those the first lacks.
-            for c in cases_of(t, rows):
-                if c in first:
-                    continue
-                done.append(c)
-                for col in fcols:
-                    if not passes(rows[c], col, cols):
-                        problems.append('%s: %s on %s' %
-                                        (c, rows[c].get(col), col))
+        for c in cases:
+            for col in fcols:
+                if not passes(rows[c], col, cols):
+                    problems.append('%s: %s on %s' %
+                                    (c, rows[c].get(col), col))
         for c in first:
             for col in fcols:
                 if rows[c].get(col) == 'FAIL':
                     problems.append('%s (first series): FAIL on %s' %
                                     (c, col))
-        if not done:
-            problems.append('%s: no case' % name)
     return problems
 
 
@@ -524,10 +515,12 @@ def main():
         series, problems = plan()
         for name, fix, patches, tests in series:
             print('series %s%s' % (name, ' ' + fix if fix else ''))
+            if onto(name) == 'base':
+                print('onto base')
             for p in patches:
                 print('patch %s' % p)
-            for t, v in tests:
-                print('test %s%s' % (t, ' ' + ' '.join(v) if v else ''))
+            for t, _ in tests:
+                print('test %s' % t)
         for p in problems:
             print('problem %s' % p)
     elif cmd == 'stage' and len(sys.argv) >= 3:
