@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A cgroup v2 of a test's own: its page cache charged to its own memcg, or
- * its reads throttled by io.max. Only the tests that include ra_cgroup.h
+ * A cgroup v2 of a test's own, with the controller it needs: its page cache
+ * charged to its own memcg, say. Only the tests that include ra_cgroup.h
  * link it, with the cgroup selftests' cgroup_util.c.
  */
 #define _GNU_SOURCE
@@ -11,9 +11,9 @@
 #include "ra_cgroup.h"
 
 /*
- * At the main process's exit, remove the cgroups of tests a timeout killed:
- * that dispatches a read io.max holds, whose locked folio would keep the
- * filesystem from unmounting. An emptied cgroup may be busy a moment.
+ * At the main process's exit, remove the cgroups of tests a timeout killed,
+ * and with them any limit they hold (a throttled read would keep its folio
+ * locked and the filesystem busy). An emptied cgroup may be busy a moment.
  */
 static void __attribute__((destructor)) ra_cgroup_sweep(void)
 {

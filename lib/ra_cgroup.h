@@ -8,7 +8,6 @@
 struct ra_cgroup {			/* a cgroup v2 a test runs in, made for it */
 	char root[RA_PATH_LEN];		/* the cgroup v2 root directory */
 	char path[2 * RA_PATH_LEN];	/* its directory, "" when none was made */
-	char dev[32];			/* "major:minor" io.max throttles, or "" */
 };
 
 int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg, const char *controller);

@@ -6,8 +6,8 @@
  * ra_fs_setup() and ra_file_map() or ra_file_prepare(), teardown ra_teardown().
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <sched.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
@@ -28,6 +28,9 @@ const struct ra_fs_kind ra_xfs_4k = RA_XFS(4096);
 const struct ra_fs_kind ra_xfs_16k = RA_XFS(16384);
 const struct ra_fs_kind ra_xfs_32k = RA_XFS(32768);
 const struct ra_fs_kind ra_xfs_64k = RA_XFS(65536);
+const struct ra_fs_kind ra_btrfs_4k = { .type = "btrfs", .block_size = 4096,
+	.mkfs = "-q -f -K -s %lu" };
+const struct ra_fs_kind ra_f2fs_4k = { .type = "f2fs", .block_size = 4096, .mkfs = "-q -f -t0" };
 
 #define RA_IMAGE_SIZE		(2ULL << 30)	/* sparse; test files are holes */
 #define RA_SCRATCH		"/tmp"
@@ -162,26 +165,24 @@ static int loop_attach(const char *img, char *bdev, size_t len)
 	return fd;
 }
 
-/* btrfs reads through a bdi of its own, not the loop device's */
-static void btrfs_find_ra(struct ra_fs *fs)
+/*
+ * The read_ahead_kb its files get: the loop device's, or that of the
+ * filesystem's own bdi where sysfs lists the devices under it (btrfs).
+ */
+static void find_sysfs_ra(struct ra_fs *fs, const char *type)
 {
-	char path[2 * RA_PATH_LEN];
-	struct dirent *d;
-	DIR *dp = opendir("/sys/fs/btrfs");
+	char pattern[2 * RA_PATH_LEN];
+	glob_t g;
 
-	while (dp && (d = readdir(dp))) {
-		snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices/%s", d->d_name, fs->bdev);
-		if (d->d_name[0] != '.' && !access(path, F_OK))
-			snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra),
-				 "/sys/fs/btrfs/%s/bdi/read_ahead_kb", d->d_name);
-	}
-	if (dp)
-		closedir(dp);
+	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
+	snprintf(pattern, sizeof(pattern), "/sys/fs/%s/*/devices/%s", type, fs->bdev);
+	if (glob(pattern, 0, NULL, &g))
+		return;
+	if (g.gl_pathc == 1)
+		snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%.*s/bdi/read_ahead_kb",
+			 (int)(strstr(g.gl_pathv[0], "/devices/") - g.gl_pathv[0]), g.gl_pathv[0]);
+	globfree(&g);
 }
-
-const struct ra_fs_kind ra_btrfs_4k = { .type = "btrfs", .block_size = 4096,
-	.mkfs = "-q -f -K -s %lu", .find_ra = btrfs_find_ra };
-const struct ra_fs_kind ra_f2fs_4k = { .type = "f2fs", .block_size = 4096, .mkfs = "-q -f -t0" };
 
 /* After its mkfs, mount @m's image and note its read_ahead_kb. */
 static int fs_mount(struct ra_made *m)
@@ -206,10 +207,7 @@ static int fs_mount(struct ra_made *m)
 		return m->kind->block_size != psize() || err == ENODEV || err == EINVAL ||
 			err == EOPNOTSUPP || err == EPERM ? KSFT_SKIP : -1;
 	}
-	snprintf(m->fs.sysfs_ra, sizeof(m->fs.sysfs_ra), "/sys/block/%s/queue/read_ahead_kb",
-		 m->fs.bdev);
-	if (m->kind->find_ra)
-		m->kind->find_ra(&m->fs);
+	find_sysfs_ra(&m->fs, m->kind->type);
 	if (read_sysfs(m->fs.sysfs_ra, &m->fs.saved_ra_kb)) {
 		umount2(m->fs.dir, MNT_DETACH);
 		return ra_fs_skip(&m->fs, "no read_ahead_kb for %s", m->fs.bdev);

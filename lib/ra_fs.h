@@ -25,7 +25,6 @@ struct ra_fs_kind {
 	unsigned long block_size;	/* bytes; min folio size if > a page */
 	const char *mkfs;		/* mkfs options, printf of block_size */
 	const char *mount;		/* mount data, or NULL */
-	void (*find_ra)(struct ra_fs *fs); /* read_ahead_kb not the disk's */
 };
 
 void ra_fs_init(const struct ra_fs_kind *const kinds[]);

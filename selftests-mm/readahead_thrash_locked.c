@@ -38,6 +38,7 @@
 
 #define ROUNDS		30
 #define FAULTERS	8	/* one reader, seven waiters, each round */
+#define DEV_LEN	32	/* "major:minor" */
 #define STATE_WAIT_S	5	/* a held read never ends: only a bound */
 #define SUSPECT \
 	"faults waiting on a locked folio counted as mmap hits (do_async_mmap_readahead()); if random_reader fails too, the mmap_miss gate itself (kernels before 0b9c0aeba938, 7.2, or MMAP_LOTSAMISS raised past 110)"
@@ -63,6 +64,7 @@ struct faulter {
  * hold_reads() - hold or release the cgroup's reads of the test's disk
  * @fs: filesystem whose disk is read; @fs->why on skip or failure
  * @cg: cgroup entered with ra_cgroup_enter(@fs, @cg, "io")
+ * @dev: the disk's "major:minor", read from sysfs here when empty
  * @hold: true to hold every read from now on, false to release them
  *
  * Holding writes "<major>:<minor> rbps=1" to io.max: blk-throttle queues
@@ -78,31 +80,31 @@ struct faulter {
  * blk-throttle (no io.max) or the disk is unknown; -1 with @fs->why set
  * when the write fails.
  */
-static int hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
+static int hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, char *dev, bool hold)
 {
 	char path[3 * RA_PATH_LEN], buf[64];
 	size_t n = strlen(fs->sysfs_ra);
 	const char *tail = "queue/read_ahead_kb";
 	FILE *f;
 
-	if (!cg->dev[0]) {
+	if (!dev[0]) {
 		if (n < strlen(tail) || strcmp(fs->sysfs_ra + n - strlen(tail), tail))
 			return ra_fs_skip(fs, "no block device known for %s", fs->dir);
 		snprintf(path, sizeof(path), "%.*sdev",
 			 (int)(n - strlen(tail)), fs->sysfs_ra);
 		f = fopen(path, "re");
-		if (!f || !fgets(cg->dev, sizeof(cg->dev), f)) {
+		if (!f || !fgets(dev, DEV_LEN, f)) {
 			if (f)
 				fclose(f);
 			return ra_fs_skip(fs, "cannot read %s", path);
 		}
 		fclose(f);
-		cg->dev[strcspn(cg->dev, "\n")] = '\0';
+		dev[strcspn(dev, "\n")] = '\0';
 	}
 	snprintf(path, sizeof(path), "%s/io.max", cg->path);
 	if (access(path, W_OK))
 		return ra_fs_skip(fs, "kernel without blk-throttle: no io.max");
-	snprintf(buf, sizeof(buf), "%s rbps=%s", cg->dev, hold ? "1" : "max");
+	snprintf(buf, sizeof(buf), "%s rbps=%s", dev, hold ? "1" : "max");
 	if (cg_write(cg->path, "io.max", buf))
 		return ra_fs_fail(fs, hold ? "holding reads in io.max" :
 				  "releasing reads in io.max");
@@ -112,6 +114,7 @@ static int hold_reads(struct ra_fs *fs, struct ra_cgroup *cg, bool hold)
 FIXTURE(thrash_locked) {
 	struct ra_fs fs;
 	struct ra_cgroup cg;
+	char dev[DEV_LEN];	/* "major:minor" io.max throttles, or "" */
 	int fd;
 	char *map;
 	size_t size;
@@ -196,8 +199,8 @@ FIXTURE_TEARDOWN(thrash_locked)
 	int i;
 
 	/* A held read ends first, then threads waiting for a round stop. */
-	if (self->cg.dev[0])
-		hold_reads(&self->fs, &self->cg, false);
+	if (self->dev[0])
+		hold_reads(&self->fs, &self->cg, self->dev, false);
 	self->target = NULL;
 	for (i = 0; i < self->nr_threads; i++)
 		sem_post(&self->faulter[i].go);
@@ -322,7 +325,7 @@ TEST_F_TIMEOUT(thrash_locked, concurrent_faults, TIMEOUT_S)
 
 		before = ra_cached_pages(self->fd, self->map, base, self->slot);
 		ASSERT_LE(0, before);
-		ret = hold_reads(&self->fs, &self->cg, true);
+		ret = hold_reads(&self->fs, &self->cg, self->dev, true);
 		if (!ra_ready(_metadata, ret, &self->fs))
 			return;
 		/* The reader misses and sleeps under its held read... */
@@ -340,7 +343,7 @@ TEST_F_TIMEOUT(thrash_locked, concurrent_faults, TIMEOUT_S)
 			SKIP(return,
 			     "round %u: not all %d waiters slept on the locked folio",
 			     i, FAULTERS - 1);
-		ret = hold_reads(&self->fs, &self->cg, false);
+		ret = hold_reads(&self->fs, &self->cg, self->dev, false);
 		ASSERT_EQ(0, ret) TH_LOG("%s", self->fs.why);
 		for (w = 0; w < FAULTERS; w++)
 			sem_wait(&self->done);
