@@ -136,7 +136,6 @@ set_line() {
 }
 
 mk=$mm/Makefile
-bins='READAHEAD_BINS := $(patsubst %,$(OUTPUT)/%,$(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS))'
 # Before the first line matching RE, add LINE (and a blank line with a
 # fourth argument).
 add_before() {
@@ -157,10 +156,11 @@ add_block_after() {
 }
 
 if [ -n "$ours" ]; then
-	gen='TEST_GEN_FILES += $(READAHEAD_TESTS) $(READAHEAD_CGROUP_TESTS)'
 	cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
-	# The lists, before the TEST_PROGS block.
-	add_before '^TEST_PROGS \+= ' "$gen" "$mk" blank
+	# The lists, before the TEST_PROGS block; the cgroup list once a test
+	# of it is in.
+	grep -q '^TEST_GEN_FILES += \$(READAHEAD_TESTS)' "$mk" ||
+		add_before '^TEST_PROGS \+= ' 'TEST_GEN_FILES += $(READAHEAD_TESTS)' "$mk" blank
 	for t in $tests; do
 		[ -f "$top/selftests-mm/$t.c" ] || continue
 		var=READAHEAD_TESTS
@@ -175,7 +175,15 @@ if [ -n "$ours" ]; then
 	# The lib's headers, so that editing one rebuilds the tests (lib.mk).
 	add_after_last '^LOCAL_HDRS \+= ' \
 		'LOCAL_HDRS += $(selfdir)/mm/ra_cache.h $(selfdir)/mm/ra_fs.h' "$mk"
-	add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
+	lists='$(READAHEAD_TESTS)'
+	! grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk" || lists+=' $(READAHEAD_CGROUP_TESTS)'
+	set_line '^TEST_GEN_FILES \+= \$\(READAHEAD_TESTS\)' "TEST_GEN_FILES += $lists" x "$mk"
+	bins="READAHEAD_BINS := \$(patsubst %,\$(OUTPUT)/%,$lists)"
+	if grep -q '^READAHEAD_BINS := ' "$mk"; then
+		set_line '^READAHEAD_BINS := ' "$bins" x "$mk"
+	else
+		add_block_after '^\$\(OUTPUT\)/.*: LDLIBS \+= ' "$bins" "$mk"
+	fi
 	set_line '^\$\(READAHEAD_BINS\): ra_' "\$(READAHEAD_BINS): $lib_c" \
 		'^READAHEAD_BINS := ' "$mk"
 	if grep -q '^READAHEAD_CGROUP_TESTS += ' "$mk"; then

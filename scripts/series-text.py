@@ -570,7 +570,9 @@ faults it takes (ru_majflt) or the pages it brings into the page cache
 (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
 size) and lies far from the figures of healthy and broken kernels, which
-each changelog gives; no verdict depends on timing. A walk stops once
+the changelogs give where a kernel was seen to break the rule; no
+verdict depends on timing, but a hang, which only the harness's timeout
+shows. A walk stops once
 its bound is passed, so that a broken kernel takes no longer than a
 healthy one. Each test prints its figure, the bound, ra_pages and the
 folio size, and on failure the mechanism it suspects."""
@@ -589,6 +591,23 @@ or only this category, as KernelCI runs it:
 or one test: cd tools/testing/selftests/mm && ./readahead_<name>
 (-l lists its cases, -r FIXTURE.VARIANT.TEST runs one)."""
 
+
+# The cover letters of the series of PINNED tests (series_plan.py).
+PINNED_COVERS = {
+    'mmap-miss-gates': (
+        'selftests/mm: readahead: what counts as an mmap hit past '
+        'MMAP_LOTSAMISS',
+        'Once a file is read at random (mmap_miss past MMAP_LOTSAMISS), '
+        'the fault path reads one folio per fault. These tests pin three '
+        'conditions that keep it so: a fault that waited on a folio '
+        'another fault was reading is no hit, fault-around over refaulted '
+        'workingset folios is no hit, and forced THP readahead after a '
+        'refault reads a small folio. Each is a line of code rather than a '
+        'documented promise, so they are posted apart from the readahead '
+        'tests, on top of them; each names the line it pins and why. They '
+        'need cgroup v2 with the memory or io controller at the root and '
+        'skip otherwise.'),
+}
 
 # What the first series answers to questions its tests raise.
 REVIEW_NOTES = [
@@ -612,11 +631,6 @@ REVIEW_NOTES = [
     'Harness timeouts are the default 30 s, or ten times a case\'s '
     'slowest run under TCG where that is longer, so that emulated debug '
     'kernels (KASAN, lockdep under TCG) finish every case.',
-    'The thrash tests need cgroup v2 with the memory or io controller at '
-    'the root (they skip otherwise), and read memcg statistics as their '
-    'headers say why; thrash_locked guards faults that wait on a folio '
-    'one after the other (its threads share a CPU), not retries racing '
-    'on many CPUs, which count as hits on 7.3 as well.',
 ]
 
 
@@ -625,7 +639,7 @@ def cover(series):
     name, fix, patches, tests = plan_of(series)
     cols, rows = sp.table()
     out = []
-    if not fix:
+    if name == sp.FIRST:
         subject = 'selftests/mm: mmap readahead tests'
         out.append(wrap('These kselftests catch mmap readahead regressions '
                         'in the page cache fault path. This series has '
@@ -639,15 +653,20 @@ def cover(series):
             if s[2]:
                 out.append(wrap('- ' + subject_of(s[2][0]), '  ')
                            .replace('  - ', '- ', 1))
-        later = [t for s in series_list[1:] if not s[2] for t, _ in s[3]]
-        out += ['', wrap('Posted apart, each as a single patch: %s, on top '
-                         'of this series, pins a rule of the code rather '
-                         'than a promise to programs; cases of mm\'s own '
-                         '%s apply on the tree as it is.' % (
-                             ' and '.join(t for t in later
-                                          if not sp.patched(t)),
-                             ' and '.join(t for t in later
-                                          if sp.patched(t))))]
+        pinned = [s for s in series_list[1:]
+                  if not s[2] and sp.onto(s[0]) == sp.FIRST]
+        own = [t for s in series_list[1:] if sp.onto(s[0]) == 'base'
+               for t, _ in s[3]]
+        out += ['', wrap('Posted apart: tests that pin a rule of the code '
+                         'rather than a promise to programs, on top of '
+                         'this series (%s); cases of mm\'s own %s, on the '
+                         'tree as it is.' % (
+                             '; '.join(', '.join(t for t, _ in s[3])
+                                       for s in pinned),
+                             ' and '.join(own)))]
+    elif not fix:
+        subject, blurb = PINNED_COVERS[name]
+        out.append(wrap(blurb))
     else:
         subject = subject_of(patches[0])
         first = kernel_changelog(patches[0])[1].split('\n\n')[0]
@@ -670,7 +689,7 @@ def cover(series):
                                                 t + '.c'))
         out.append(wrap('%s: %s' % (t, first_sentence(comment)), '  ')
                    .replace('  ', '- ', 1))
-    if not fix:
+    if name == sp.FIRST:
         out += ['', 'Notes for reviewers:', '']
         out += [wrap('- ' + n, '  ').replace('  - ', '- ', 1)
                 for n in REVIEW_NOTES]

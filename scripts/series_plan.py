@@ -45,7 +45,10 @@ LEADER = 'readahead_vma_boundary'
 # Tests that pin a rule of the kernel's code rather than a promise to
 # programs, each named in its header: series of their own, on the first,
 # without a kernel change, after the fixes.
-PINNED = {'readahead_exec_random': 'exec-read-around-random'}
+PINNED = {'readahead_exec_random': 'exec-read-around-random',
+          'readahead_thp_refault': 'mmap-miss-gates',
+          'readahead_thrash_locked': 'mmap-miss-gates',
+          'readahead_thrash_workingset': 'mmap-miss-gates'}
 
 
 def table():
@@ -327,8 +330,12 @@ def units(lines):
                 d -= 1
             elif d == 0:
                 top.append(t)
-        defs = {top[k] for k in range(len(top) - 1)
-                if IDENT.fullmatch(top[k]) and top[k + 1] in '(={,;['}
+        # What an initializer names (after '=') is used, not defined.
+        head = top[:top.index('=')] if '=' in top else top
+        defs = {head[k] for k in range(len(head) - 1)
+                if IDENT.fullmatch(head[k]) and head[k + 1] in '(={,;['}
+        if '=' in top and head and IDENT.fullmatch(head[-1]):
+            defs.add(head[-1])
         m = re.match(r'\s*(?:typedef\s+)?(?:struct|union|enum)\s+(\w+)\s*\{',
                      text)
         if m:
