@@ -13,9 +13,9 @@
 /*
  * MMAP_LOTSAMISS of mm/filemap.c (100 in 7.3), copied as nothing exposes it:
  * past this many more misses than hits, a file's faults get no read-around.
- * Random phases pass it three times over; RA_THRASH_FAULTS and
- * random_reader's warm-up pass it by 10 only, as there a broken kernel takes
- * one wrong hit per fault past it before read-around comes back.
+ * Random phases pass it three times over, or by 10 only where a broken
+ * kernel takes one wrong hit per fault past it before read-around comes
+ * back, so that the test sees read-around come back.
  */
 #define RA_MMAP_LOTSAMISS	100
 

@@ -15,7 +15,8 @@
 # What changes in the tree's mm directory:
 #   - the tests and lib/*.[ch] are copied in; a patch is applied to the
 #     tree (unless it is in already), and its test run in its category
-#     with its cases only (run_vmtests.sh: prctl_thp_disable in "thp");
+#     with its cases only (run_vmtests.sh: prctl_thp_disable in "thp",
+#     in split_huge_page_test's XFS);
 #   - Makefile: the lib's headers in LOCAL_HDRS; before the TEST_PROGS
 #     lines, each test installed named in READAHEAD_TESTS, or in
 #     READAHEAD_CGROUP_TESTS when it includes ra_cgroup.h (thrash), at its
@@ -196,20 +197,26 @@ if [ -n "$ours" ]; then
 	fi
 fi
 
-# mm's tests with this project's cases: run with those cases only, after
-# the last run line of their category.
+# mm's tests with this project's cases: run with those cases only.
+# prctl_thp_disable's make their file in the current directory: they run
+# in the XFS that run_vmtests.sh mounts for split_huge_page_test, before
+# it is unmounted.
 for t in $patched; do
 	case $t in
-	prctl_thp_disable) cat=thp run="./$t -f prctl_thp_disable_file" ;;
+	prctl_thp_disable)
+		after='^CATEGORY="thp" run_test \./split_huge_page_test '
+		block=$(printf '%s\n' \
+			'# prctl_thp_disable_file makes its file in the current directory.' \
+			'if [ -n "${SPLIT_HUGE_PAGE_TEST_XFS_PATH}" ]; then' \
+			'	pushd "${SPLIT_HUGE_PAGE_TEST_XFS_PATH}" > /dev/null' \
+			'	CATEGORY="thp" run_test "${OLDPWD}/prctl_thp_disable" -f prctl_thp_disable_file' \
+			'	popd > /dev/null' \
+			'fi') ;;
 	esac
-	line="CATEGORY=\"$cat\" run_test $run"
-	grep -qxF "$line" "$mm/run_vmtests.sh" ||
-		LINE=$line CAT=$cat awk '{ l[NR] = $0 }
-			index($0, "CATEGORY=\"" ENVIRON["CAT"] "\" run_test") == 1 { last = NR }
-			END { if (!last) exit 1
-			      for (i = 1; i <= NR; i++) { print l[i]
-				if (i == last) print ENVIRON["LINE"] } }' \
-			"$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
+	grep -qF "${block%%$'\n'*}" "$mm/run_vmtests.sh" ||
+		BLOCK=$block RE=$after awk '{ print }
+			$0 ~ ENVIRON["RE"] && !done { print ""; print ENVIRON["BLOCK"]; done = 1 }
+			END { if (!done) exit 1 }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 done
 
 # 7.x: one ksft_<category>.sh wrapper per category in TEST_PROGS.

@@ -458,8 +458,9 @@ def test_changelog(name, series):
             'where the MADV_HUGEPAGE mapping gets no PMD mapping (tmpfs, '
             'a filesystem without large folios). run_vmtests.sh has not '
             'run %s so far: it now runs these cases only (-f %s), in the '
-            'thp category; whether the others join them stays their own '
-            'change.' % (name, sp.fixture_of(name)))]
+            'thp category, from the XFS it mounts for split_huge_page_test '
+            '(not run where there is none); whether the other cases join '
+            'them stays their own change.' % (name, sp.fixture_of(name)))]
     else:
         subject = 'selftests/mm: add %s test' % name
         tail = subject_tail(title)
