@@ -72,13 +72,14 @@ KSELFTEST_PRCTL_THP_DISABLE_ARGS="-f prctl_thp_disable_file"
 export KSELFTEST_PRCTL_THP_DISABLE_ARGS
 xfs=
 xfs_run() {
-	# Their messages would land in the TAP: the fallback says enough
+	# Their messages would land in the TAP: a comment line says enough
 	if [ -n "$xfs" ] && truncate -s 300M "$xfs.img" 2> /dev/null &&
 	   mkfs.xfs -q "$xfs.img" 2> /dev/null &&
 	   mount -o loop "$xfs.img" "$xfs" 2> /dev/null &&
 	   ln -s "$BASE_DIR/prctl_thp_disable" "$xfs/" 2> /dev/null; then
 		run_many "$xfs/prctl_thp_disable"
 	else
+		echo "# prctl_thp_disable: no loop XFS could be made, its cases run in $PWD"
 		run_many ./prctl_thp_disable
 	fi
 	xfs_clean

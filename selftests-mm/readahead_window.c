@@ -27,7 +27,10 @@
  *   1 at 4, 16 and 64 KiB pages (healthy: none on any page size,
  *   readahead staying a quarter window or more ahead, ten times the lead
  *   asked for; broken, the next read started only at a window's last
- *   page: the lead, 102, 25 and 6 pages, 6x the bound or more).
+ *   page: the lead, 102, 25 and 6 pages, 6x the bound or more). A
+ *   readahead window cut short by a failed allocation (a loaded machine)
+ *   costs a healthy walk a lead too, now and then: the least of three
+ *   walks counts.
  * from_start and forward_lead count pages under read as present, as
  * cachestat() does; without it (before 6.5, CONFIG_CACHESTAT_SYSCALL=n)
  * mincore() counts only pages read, a stricter probe that could only
@@ -50,6 +53,7 @@
 #define FILE_WINDOWS	8
 /* Windows walked by each reader. */
 #define WALK_WINDOWS	2
+#define LEAD_WALKS	3	/* forward_lead: walks at most, the least counts */
 #define SUSPECT_CUT \
 	"a read-around that meets page 0 cut short instead of kept at ra_pages"
 #define SUSPECT_NO_RA \
@@ -170,7 +174,8 @@ TEST_F(window, forward_lead)
 	size_t ps = self->fs.page_size, start = 4 * self->ra;
 	size_t npages = WALK_WINDOWS * self->ra_pages, i;
 	size_t lead = self->ra_pages / 40 * ps;
-	long caught = 0, ahead;
+	long bound = self->ra_pages / 400 + 1, caught = LONG_MAX, n, ahead;
+	int walk;
 
 	/*
 	 * One cold fault at 4 ra, then every page of two windows; at each
@@ -180,21 +185,29 @@ TEST_F(window, forward_lead)
 	 *   |===========x>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>|
 	 *    read-around  the reader   p[=====)
 	 *                                 lead: cached, or being read
+	 *
+	 * Readahead allocates with __GFP_NORETRY: on a loaded machine a
+	 * window may come short, the reader then catching up once. A kernel
+	 * that marks late does so on every walk: the least of LEAD_WALKS
+	 * walks counts, each on the range dropped again.
 	 */
-	for (i = 0; i < npages; i++) {
-		size_t off = start + i * ps;
+	for (walk = 0; walk < LEAD_WALKS && caught > bound; walk++) {
+		ra_drop_range(self->fd, self->map, 3 * self->ra, self->size - 3 * self->ra);
+		for (n = 0, i = 0; i < npages; i++) {
+			size_t off = start + i * ps;
 
-		FORCE_READ(self->map[off]);
-		ahead = ra_cached_pages(self->fd, self->map, off + ps, lead);
-		ASSERT_LE(0, ahead);
-		if (ahead < (long)(lead / ps))
-			caught++;
+			FORCE_READ(self->map[off]);
+			ahead = ra_cached_pages(self->fd, self->map, off + ps, lead);
+			ASSERT_LE(0, ahead);
+			if (ahead < (long)(lead / ps))
+				n++;
+		}
+		caught = n < caught ? n : caught;
 	}
 	RA_EXPECT_FIGURE(&self->fs, "in-order walk from the middle", caught,
-			 "pages touched with fewer cached ahead",
-			 self->ra_pages / 400 + 1, SUSPECT_LEAD,
-			 "%zu pages ahead wanted, %zu pages walked",
-			 lead / ps, npages);
+			 "pages touched with fewer cached ahead", bound, SUSPECT_LEAD,
+			 "%zu pages ahead wanted, %zu pages walked, the least of %d walks",
+			 lead / ps, npages, walk);
 }
 
 int main(int argc, char **argv)
