@@ -163,12 +163,15 @@ def machines(cols):
 
 
 def released(cases, rows, cols):
-    """The released x86-64 kernel series (Debian's) where a case fails."""
+    """The released x86-64 kernel series (Debian's) where a case fails,
+    each with the tests that fail there: "6.1 (madv_random)"."""
     out = []
     for c in cols:
         m = re.match(r'^debian-(\d+\.\d+)$', c)
-        if m and any(rows[k].get(c) == 'FAIL' for k in cases):
-            out.append(m.group(1))
+        bad = sorted({k.split('.')[-1] for k in cases
+                      if rows[k].get(c) == 'FAIL'})
+        if m and bad:
+            out.append('%s (%s)' % (m.group(1), ', '.join(bad)))
     return out
 
 
@@ -481,7 +484,7 @@ def test_changelog(name, series):
             text = text[:-1] + ' and what follows it.'
         old = released(cases, rows, cols)
         if old:
-            text += ' Released kernels fail it too (%s).' % ', '.join(old)
+            text += ' Released kernels fail it too: %s.' % ', '.join(old)
         body += ['', wrap(text)]
         good_cols = fcols
         bad_cols = [c.split('+')[0] for c in fcols]
