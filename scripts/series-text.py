@@ -564,19 +564,18 @@ def kernel_changelog(patch):
 
 
 SHARED = """\
-Each test runs on a loop filesystem (ext4, and XFS with 4 to 64 KiB
-blocks, so that filesystems with a min folio order are covered; btrfs,
-with a bdi of its own, and f2fs, with order-0 folios, in the tests
-whose outcome they can change; one per kind, made by the binary's
-main() and shared by its tests), drops its file from the page cache, faults it
-in through a mapping in a fixed pattern, and bounds either the major
-faults it takes (ru_majflt) or the pages it brings into the page cache
-(cachestat(), mincore()).
+Each test runs on loop filesystems of its own (ext4, and XFS with 4 to
+64 KiB blocks, so that filesystems with a min folio order are covered;
+one per kind, made by the binary's main() and shared by its tests),
+drops its file from the page cache, faults it in through a mapping in a
+fixed pattern, and bounds either the major faults it takes (ru_majflt)
+or the pages it brings into the page cache (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
-size) and lies far from the figures of healthy and broken kernels, which
-the changelogs give where a kernel was seen to break the rule; no
-verdict depends on timing, but a hang, which only the harness's timeout
-shows. A walk stops once
+size) and from the figures of healthy and broken kernels, which the
+changelogs give where a kernel was seen to break the rule; no verdict
+depends on timing, but a hang, which only the harness's timeout shows
+(and a bounded wait for threads to sleep on a locked folio, a skip when
+they do not). A walk stops once
 its bound is passed, so that a broken kernel takes no longer than a
 healthy one. Each test prints its figure, the bound, ra_pages and the
 folio size, and on failure the mechanism it suspects."""
@@ -608,9 +607,9 @@ PINNED_COVERS = {
         'workingset folios is no hit, and forced THP readahead after a '
         'refault reads a small folio. Each is a line of code rather than a '
         'documented promise, so they are posted apart from the readahead '
-        'tests, on top of them; each names the line it pins and why. They '
-        'need cgroup v2 with the memory or io controller at the root and '
-        'skip otherwise.'),
+        'tests, on top of them; each names the line it pins and why. The '
+        'thrash tests need cgroup v2 with the memory or io controller at '
+        'the root and skip otherwise.'),
 }
 
 # What the first series answers to questions its tests raise.
