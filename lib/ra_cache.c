@@ -240,8 +240,7 @@ unsigned long ra_isqrt(unsigned long n)
  * @map: a mapping of the whole file from offset 0, or NULL
  * @off: file offset of the range in bytes
  * @len: length of the range in bytes
- * Return: the number of pages, or -1 on error (errno set), or where there
- * is no cachestat() and @map is NULL.
+ * Return: pages cached; -1 on error or without cachestat() and @map (errno set)
  */
 long ra_cached_pages(int fd, const char *map, size_t off, size_t len)
 {

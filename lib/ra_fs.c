@@ -30,7 +30,8 @@ const struct ra_fs_kind ra_xfs_32k = RA_XFS(32768);
 const struct ra_fs_kind ra_xfs_64k = RA_XFS(65536);
 const struct ra_fs_kind ra_btrfs_4k = { .type = "btrfs", .block_size = 4096,
 	.mkfs = "-q -f -K -s %lu" };
-const struct ra_fs_kind ra_f2fs_4k = { .type = "f2fs", .block_size = 4096, .mkfs = "-q -f -t0" };
+const struct ra_fs_kind ra_f2fs_4k = { .type = "f2fs", .block_size = 4096, .mkfs = "-q -f -t0",
+	.page_blocks = true };
 
 #define RA_IMAGE_SIZE		(2ULL << 30)	/* sparse; test files are holes */
 #define RA_SCRATCH		"/tmp"
@@ -91,13 +92,16 @@ int ra_fs_fail(struct ra_fs *fs, const char *what)
 	return -1;
 }
 
-/* A sparse image at @m->fs.dir.img, its mkfs started (no discard) */
+/* A sparse image at @m->fs.dir.img, its mkfs started (no discard); or a skip */
 static int fs_make(struct ra_made *m, bool punch)
 {
 	const struct ra_fs_kind *k = m->kind;
 	char img[RA_PATH_LEN + 8], opts[96], cmd[4 * RA_PATH_LEN], dig[RA_PATH_LEN + 48] = "";
 	int fd, ret;
 
+	if (k->page_blocks && k->block_size != psize())
+		return ra_fs_skip(&m->fs, "%s mounts %lu-byte blocks only on pages of that size",
+				  k->type, k->block_size);
 	snprintf(m->fs.dir, sizeof(m->fs.dir), RA_SCRATCH "/%s-%lu", k->type, k->block_size);
 	snprintf(img, sizeof(img), "%s.img", m->fs.dir);
 	if (mkdir(m->fs.dir, 0700))

@@ -25,6 +25,7 @@ struct ra_fs_kind {
 	unsigned long block_size;	/* bytes; min folio size if > a page */
 	const char *mkfs;		/* mkfs options, printf of block_size */
 	const char *mount;		/* mount data, or NULL */
+	bool page_blocks;		/* mounts only where blocks are pages */
 };
 
 void ra_fs_init(const struct ra_fs_kind *const kinds[]);

@@ -16,7 +16,6 @@
  * window keeps the wrong size, or a random fault reads a whole window.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -37,7 +36,8 @@
 /* Room for two uncapped folios of 128 MiB (arm64, 64 KiB pages). */
 #define THP_FILE	(512UL << 20)
 #define THP_RA_KB	128UL
-/* The end of madv_hugepage_forward's walk, mapped again. */
+/* madv_hugepage_forward's walk: 32 pairs of 2 MiB folios; its end, mapped again */
+#define THP_WALK	(128UL << 20)
 #define THP_TAIL	(16UL << 20)
 /*
  * madv_sequential_after_random: random faults at the default window,
@@ -579,18 +579,18 @@ TEST_F(advice, madv_normal_after_random)
  * do_sync_mmap_readahead(); what a program sees of it is a forward walk
  * of a MADV_HUGEPAGE mapping that stalls once, at read_ahead_kb 128 as
  * well as at larger windows. Measured: pages of an in-order walk of
- * 512 MiB not in the page cache when the walk reached them (a fault
+ * 128 MiB not in the page cache when the walk reached them (a fault
  * retried after async readahead is no miss, though kernels without
  * per-VMA locks count it major). Bound: sqrt(pairs of folios walked) =
- * 11. Healthy: 1, 11x under. Broken (the pair read unmarked): one per
- * pair, 128, 11x over. Where the PMD is 2 MiB, the last 16 MiB of the
+ * 5. Healthy: 1, 5x under. Broken (the pair read unmarked): one per
+ * pair, 32, 6x over. Where the PMD is 2 MiB, the last 16 MiB of the
  * walk must then be PMD-mapped: broken (async readahead falling back to
- * folios of read_ahead_kb), they are not; 6.12's ext4 builds no large
- * folio. Under PR_SET_THP_DISABLE nothing is PMD-mapped: a skip.
+ * folios of read_ahead_kb), they are not (nor where the filesystem builds
+ * no large folio). Under PR_SET_THP_DISABLE nothing is PMD-mapped: a skip.
  */
 TEST_F(advice, madv_hugepage_forward)
 {
-	size_t ps = self->fs.page_size, pairs = THP_FILE / (2 * RA_THP_FOLIO_MAX);
+	size_t ps = self->fs.page_size, pairs = THP_WALK / (2 * RA_THP_FOLIO_MAX);
 	long bound = ra_isqrt(pairs), small;
 	struct ra_walk walk;
 	size_t off;
@@ -603,7 +603,7 @@ TEST_F(advice, madv_hugepage_forward)
 		SKIP(return, "THP disabled for this process (PR_SET_THP_DISABLE)");
 	if (no_2m_folio(_metadata, &self->fs, variant->max_folio))
 		return;
-	self->size = THP_FILE;
+	self->size = THP_WALK;
 	ret = ra_need_memory(&self->fs, ra_walk_bytes(4 * RA_THP_FOLIO_MAX / 1024));
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;

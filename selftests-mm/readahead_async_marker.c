@@ -15,7 +15,6 @@
  * Bound: pieces / 10. Broken: every piece, 10x over. Healthy: none.
  */
 #define _GNU_SOURCE
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

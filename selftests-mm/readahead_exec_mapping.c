@@ -2,9 +2,7 @@
 /*
  * Exec mappings: read-around must keep running for a PROT_EXEC mapping
  * after random faults, whatever mmap_miss says, and never read past the
- * VMA (stays_in_vma, whose bound is told with it; kernels before
- * "mm/filemap: allow arch to request folio size for exec memory", 6.17,
- * read around centred, past the VMA, and fail it).
+ * VMA (stays_in_vma, whose bound is told with it).
  * Program text is read at random, so a VM_EXEC fault neither adds to nor
  * takes from file->f_ra.mmap_miss and reads from the faulting folio up to
  * ra_pages forwards. A kernel that gates VM_EXEC faults by mmap_miss
@@ -18,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -139,8 +136,8 @@ TEST_F_TIMEOUT(exec_mapping, in_order_after_random, TIMEOUT_S)
  * avoid reading in any pad that might exist between sections"). Measured:
  * pages cached past the end of an exec mapping of one ra window of the
  * file after a fault three quarters into it. Bound: ra_pages / 20.
- * Healthy: none. Broken (no clamp, or a read-around centred on the fault
- * as before 6.17): three quarters or a quarter of a window, 5x to 15x
+ * Healthy: none. Broken (no clamp, or a read-around centred on the
+ * fault): three quarters or a quarter of a window, 5x to 15x
  * over; no bound can be 10x from both kinds. A fault that read nothing
  * past its own folio proves nothing, and fails.
  */

@@ -2,7 +2,7 @@
 /*
  * MADV_RANDOM on a PROT_EXEC mapping: the VM_EXEC read-around, meant for
  * random access, still reads ra_pages from each fault. The rule is a
- * comment of do_sync_mmap_readahead() since 6.17 ("VM_EXEC case below is
+ * comment of do_sync_mmap_readahead() ("VM_EXEC case below is
  * already intended for random access"): the exec read-around is sized
  * for code, read at random anyway, so MADV_RANDOM, a hint that "read
  * ahead may be less useful than normally" (madvise(2)), has nothing to

@@ -5,11 +5,9 @@
  * quarter of one ra window, reads the file to its end and is not
  * OOM-killed. Readahead allocates with __GFP_NORETRY (readahead_gfp_mask()):
  * a folio the cgroup cannot charge after its reclaim attempts ends the
- * readahead, which submits what it has (commit 0fd44ab213bc
- * ("mm/readahead: break read-ahead loop if filemap_add_folio return
- * -ENOMEM"), 2024), and the reader's next fault reads on. The folios
- * readahead has added but not yet submitted are locked, so reclaim
- * cannot take them: a charge that insisted would find little to reclaim
+ * readahead, which submits what it has, and the reader's next fault
+ * reads on. The folios readahead has added but not yet submitted are
+ * locked, so reclaim cannot take them: a charge that insisted would find little to reclaim
  * and call the memcg OOM killer on the reader. The window is 512 pages
  * on every page size, so that the per-CPU charge stock
  * (MEMCG_CHARGE_BATCH, 64 pages a CPU) stays well inside it. The test
@@ -19,22 +17,18 @@
  * the limit was met (memory.events max), or nothing is tested. Bound:
  * none of either. Broken (readahead charged without __GFP_NORETRY): the
  * reader killed in its first window. Healthy: a window cut short each
- * time, every page read. A readahead that loops on -ENOMEM (the hang
- * 0fd44ab213bc fixed; 6.1 stalls in some runs) shows as the harness's
- * timeout only: a stall has no other sign. Only order <= 3
- * folios (PAGE_ALLOC_COSTLY_ORDER) can meet an OOM kill at a memcg charge
- * (mm/memcontrol.c), so only windows read in such folios can show the
- * defect: the first ones (async readahead raises the order by 2 a window
- * up to the window's size), and no 64 KiB-block variant, whose folios are
- * of order 4 on 4 KiB pages. The file is sparse, so that reads complete
- * as soon as they are submitted.
+ * time, every page read. A readahead that loops on -ENOMEM (a hang)
+ * shows as the harness's timeout only: a stall has no other sign. Only
+ * order <= 3 folios (PAGE_ALLOC_COSTLY_ORDER) can meet an OOM kill at a
+ * memcg charge (mm/memcontrol.c), so only windows read in such folios
+ * can show the defect: the first ones (async readahead raises the order
+ * by 2 a window up to the window's size), and no 64 KiB-block variant,
+ * whose folios are of order 4 on 4 KiB pages. The file is sparse, so
+ * that reads complete as soon as they are submitted.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>

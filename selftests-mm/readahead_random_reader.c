@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Random readers: past MMAP_LOTSAMISS misses, a random fault must read
- * only the folio it needs, not a read-around window of ra_pages. Kernels
- * before commit 0b9c0aeba938 ("mm/filemap: count only the faulting
- * address as a mmap hit", 7.2) fail it: fault-around hits kept mmap_miss
- * near zero there.
+ * only the folio it needs, not a read-around window of ra_pages.
  *
  * The gate in do_sync_mmap_readahead() fails open when fault-around or
  * retried faults count as mmap hits (the counter stays near zero), when
@@ -24,10 +21,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <linux/mman.h>
 
 #include "kselftest_harness.h"
 #include "vm_util.h"

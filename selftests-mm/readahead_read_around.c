@@ -18,7 +18,6 @@
  * then async readahead keeps a window ahead: 1, 10x under.
  */
 #define _GNU_SOURCE
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -24,7 +24,6 @@
  * this fails points at the mid-file start, not at the machine.
  */
 #define _GNU_SOURCE
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

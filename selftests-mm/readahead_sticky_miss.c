@@ -30,7 +30,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -8,8 +8,8 @@
  * make thp readahead conditional to mmap_miss logic"). Measured: pages
  * brought into the page cache by the worst of 8 refaults of a
  * MADV_HUGEPAGE mapping, each on a page MADV_PAGEOUT evicted, after
- * faults at random took mmap_miss past the limit (kernels before 7.2,
- * where fault-around hits keep it low, skip). Healthy: the folio the
+ * faults at random took mmap_miss past the limit (kernels where
+ * fault-around hits keep it low skip). Healthy: the folio the
  * fault needs. Broken: a 2 MiB folio (512, 128 or 32 pages on 4, 16 or
  * 64 KiB pages). Bound: their geometric mean, 22, 11 or 5 pages for a
  * folio of one page.
@@ -17,7 +17,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>

@@ -32,7 +32,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -19,7 +19,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

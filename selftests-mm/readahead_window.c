@@ -39,7 +39,6 @@
  * read_ahead_kb 16 MiB: ra_pages 4096 at 4 KiB pages, 256 at 64 KiB.
  */
 #define _GNU_SOURCE
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
