@@ -634,6 +634,25 @@ REVIEW_NOTES = [
     'Harness timeouts are the default 30 s, or ten times a case\'s '
     'slowest run under TCG where that is longer, so that emulated debug '
     'kernels (KASAN, lockdep under TCG) finish every case.',
+    'Outcomes, not geometry: exec_mapping.stays_in_vma and the eof '
+    'tests bound pages read that no fault asked for (past the VMA, past '
+    'EOF beyond the min folio), advice.madv_hugepage_2m the page cache '
+    'one fault fills (at most four 2 MiB folios) and, where the PMD is '
+    '2 MiB, that the fault is PMD-mapped; random_reader.restart_costs '
+    'bounds the pages read for patterns any restart of readahead past '
+    'MMAP_LOTSAMISS must not mistake for an in-order reader. 7.3 passes '
+    'all of them; the bounds sit between 7.3\'s figure and that of a '
+    'kernel that reads what nobody asked for.',
+    'window.forward_lead counts the least of up to three walks, the '
+    'range dropped before each: readahead allocates with '
+    '__GFP_NORETRY, and on a loaded machine a window cut short lets a '
+    'healthy reader catch up with it now and then, while a kernel that '
+    'marks too late does so on every walk (86 to 101 pages against a '
+    'bound of 11).',
+    'A helper comes with its first user, whole: ra_walk_pages()\'s '
+    'direction, ra_cached_pages() without a mapping and ra_main_pid '
+    'serve later tests as well, and keep one signature through the '
+    'series.',
 ]
 
 
