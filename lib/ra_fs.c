@@ -3,7 +3,7 @@
  * Filesystems for mmap readahead selftests, on loop devices in a private mount
  * namespace: they go when the binary's last process exits, even by SIGKILL.
  * main() calls ra_fs_init() before test_harness_run(); a fixture's setup calls
- * ra_fs_setup() and ra_file_map() or ra_file_prepare(), teardown ra_teardown().
+ * ra_fs_setup() and ra_file_prepare() to make its file, teardown ra_teardown().
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -650,9 +650,9 @@ REVIEW_NOTES = [
     'marks too late does so on every walk (86 to 101 pages against a '
     'bound of 11).',
     'A helper comes with its first user, whole: ra_walk_pages()\'s '
-    'direction, ra_cached_pages() without a mapping and ra_main_pid '
-    'serve later tests as well, and keep one signature through the '
-    'series.',
+    'direction, ra_cached_pages() without a mapping and the lookup of a '
+    'filesystem\'s own bdi (btrfs) serve later tests as well, and keep '
+    'one signature and one body through the series.',
 ]
 
 
