@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * A cgroup v2 of a test's own, with the controller it needs: its page cache
- * charged to its own memcg, say. Only the tests that include ra_cgroup.h
- * link it, with the cgroup selftests' cgroup_util.c.
- */
+/* A cgroup v2 of a test's own; linked, with cgroup_util.c, into its users only */
 #define _GNU_SOURCE
 #include <glob.h>
+#include <signal.h>
 #include "kselftest.h"
 #include "cgroup_util.h"
 #include "ra_cgroup.h"
 
 /*
- * At the main process's exit, remove the cgroups of tests a timeout killed,
- * and with them any limit they hold (a throttled read would keep its folio
- * locked and the filesystem busy). An emptied cgroup may be busy a moment.
+ * At the main process's exit, also on a SIGTERM (a runner's, to every process),
+ * remove the cgroups of tests a timeout or signal killed, and the limits they
+ * hold (a throttled read keeps its folio locked, the filesystem busy, till then).
  */
+static void ra_cgroup_exit(int sig __maybe_unused)
+{
+	exit(KSFT_FAIL);
+}
+
+static void __attribute__((constructor)) ra_cgroup_signals(void)
+{
+	signal(SIGTERM, ra_cgroup_exit);
+}
+
 static void __attribute__((destructor)) ra_cgroup_sweep(void)
 {
 	char root[RA_PATH_LEN], pattern[2 * RA_PATH_LEN];
@@ -38,11 +45,9 @@ static void __attribute__((destructor)) ra_cgroup_sweep(void)
  * @cg: the cgroup, filled in here
  * @controller: cgroup v2 controller the test needs, "memory" or "io"
  *
- * The cgroup is made under the root, which must already enable
- * @controller in cgroup.subtree_control (no global setting changes): a
- * cgroup holding processes, as the test's own does, cannot give its
- * children controllers. ra_cgroup_leave() removes it, or the main
- * process's exit if a harness timeout killed the test.
+ * Under the root, which must already enable @controller in
+ * cgroup.subtree_control (no global setting changes): a cgroup holding
+ * processes, as the test's own does, cannot give its children controllers.
  * Return: 0; KSFT_SKIP with @fs->why set when no cgroup v2 root enables
  * @controller or it is not writable; -1 with @fs->why set on failure.
  */
@@ -54,22 +59,17 @@ int ra_cgroup_enter(struct ra_fs *fs, struct ra_cgroup *cg, const char *controll
 	if (cg_find_unified_root(root, sizeof(cg->root), NULL))
 		return ra_fs_skip(fs, "no cgroup v2 hierarchy mounted");
 	if (cg_read_strstr(root, "cgroup.controllers", controller))
-		return ra_fs_skip(fs,
-				  "no %s controller in cgroup v2 at %s (bound to a v1 hierarchy?)",
+		return ra_fs_skip(fs, "no %s controller in cgroup v2 at %s (bound to v1?)",
 				  controller, root);
 	if (cg_read_strstr(root, "cgroup.subtree_control", controller))
-		return ra_fs_skip(fs,
-				  "cgroup v2 %s controller not enabled in %s/cgroup.subtree_control",
+		return ra_fs_skip(fs, "%s controller not enabled in %s/cgroup.subtree_control",
 				  controller, root);
 	snprintf(cg->path, sizeof(cg->path), "%s/readahead_test.%d.%d", root, ra_main_pid,
 		 getpid());
 	if (cg_create(cg->path)) {
-		int err = errno;
-
 		cg->path[0] = '\0';
-		if (err == EACCES || err == EPERM || err == EROFS)
+		if (errno == EACCES || errno == EPERM || errno == EROFS)
 			return ra_fs_skip(fs, "cgroup v2 root not writable");
-		errno = err;
 		return ra_fs_fail(fs, "creating a cgroup");
 	}
 	if (cg_enter_current(cg->path))
