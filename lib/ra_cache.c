@@ -235,7 +235,7 @@ unsigned long ra_isqrt(unsigned long n)
 
 /**
  * ra_cached_pages() - pages of a file range in the page cache, counted by
- * cachestat() from their insertion, or before 6.5 by mincore() once uptodate
+ * cachestat() from their insertion, or without it by mincore() once uptodate
  * @fd: the file
  * @map: a mapping of the whole file from offset 0, or NULL
  * @off: file offset of the range in bytes

@@ -11,7 +11,7 @@
 #include "ra_fs.h"
 
 /*
- * MMAP_LOTSAMISS of mm/filemap.c (100 in 7.3), copied as nothing exposes it:
+ * MMAP_LOTSAMISS of mm/filemap.c (100), copied as nothing exposes it:
  * past this many more misses than hits, a file's faults get no read-around.
  * Random phases pass it three times over, or by 10 only where a broken
  * kernel takes one wrong hit per fault past it before read-around comes

@@ -10,7 +10,7 @@
 /*
  * At the main process's exit, also on a SIGTERM (a runner's, to every process),
  * remove the cgroups of tests a timeout or signal killed, and the limits they
- * hold (a throttled read keeps its folio locked, the filesystem busy, till then).
+ * hold, which would otherwise outlive the test and keep its I/O or memory held.
  */
 static void ra_cgroup_exit(int sig __maybe_unused)
 {
@@ -43,7 +43,7 @@ static void __attribute__((destructor)) ra_cgroup_sweep(void)
  * ra_cgroup_enter() - move the calling process into a new cgroup v2
  * @fs: filesystem of the test; @fs->why gets the reason on skip or failure
  * @cg: the cgroup, filled in here
- * @controller: cgroup v2 controller the test needs, "memory" or "io"
+ * @controller: cgroup v2 controller the test needs, such as "memory"
  *
  * Under the root, which must already enable @controller in
  * cgroup.subtree_control (no global setting changes): a cgroup holding

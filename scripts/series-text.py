@@ -619,9 +619,9 @@ REVIEW_NOTES = [
     'readahead and their 2 MiB cap (comments there, the cap since 7.3), '
     'MMAP_LOTSAMISS (100, copied: there is no interface; the random '
     'phases that pass it by 10 fail if it grows past 110, and their '
-    'failure lines name it). Each test names the comment or '
-    'commit it relies on, so that a change of the rule is a decision the '
-    'test makes visible, not a regression hidden in it.',
+    'failure lines name it). Each test\'s header names the comment it '
+    'relies on, its failure line the commit whose guard it found broken; '
+    'kernel history stays in the changelogs.',
     'A filesystem per kind of filesystem (loop device over tmpfs, mkfs, '
     'mount, in the binary\'s private mount namespace, made by main() '
     'before test_harness_run(), inherited by the tests the harness '
@@ -649,10 +649,11 @@ REVIEW_NOTES = [
     'healthy reader catch up with it now and then, while a kernel that '
     'marks too late does so on every walk (86 to 101 pages against a '
     'bound of 11).',
-    'A helper comes with its first user, whole: ra_walk_pages()\'s '
-    'direction, ra_cached_pages() without a mapping and the lookup of a '
-    'filesystem\'s own bdi (btrfs) serve later tests as well, and keep '
-    'one signature and one body through the series.',
+    'Helpers come with their first user a function at a time: three '
+    'arrive with more than that user needs (ra_walk_pages()\'s backward '
+    'walk, first used by window; ra_cached_pages() without a mapping; '
+    'the lookup of a filesystem\'s own bdi, for btrfs), so that no later '
+    'patch rewrites a helper an earlier one added.',
 ]
 
 

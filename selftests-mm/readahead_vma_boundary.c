@@ -12,7 +12,7 @@
  * file. Bound: VMAs / 10 beyond the control. Broken: at least one more
  * per VMA, 10x the bound or more. Healthy: as many as the control, which
  * is 1 where a file fault runs under a per-VMA lock, and one per window
- * where it runs under mmap_lock (6.1, or no ARCH_SUPPORTS_PER_VMA_LOCK):
+ * where it runs under mmap_lock (no ARCH_SUPPORTS_PER_VMA_LOCK):
  * there a fault that starts async readahead drops the lock, is retried,
  * and the retry is counted as a major fault too.
  */

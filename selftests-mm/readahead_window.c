@@ -32,10 +32,10 @@
  *   costs a healthy walk a lead too, now and then: the least of three
  *   walks counts.
  * from_start and forward_lead count pages under read as present, as
- * cachestat() does; without it (before 6.5, CONFIG_CACHESTAT_SYSCALL=n)
- * mincore() counts only pages read, a stricter probe that could only
- * add pages still in flight to a healthy kernel's figure: none were
- * seen there (6.1, and 7.3 built without the syscall).
+ * cachestat() does; without it (CONFIG_CACHESTAT_SYSCALL=n) mincore()
+ * counts only pages read, a stricter probe that could only add pages
+ * still in flight to a healthy kernel's figure: none were seen there
+ * (kernels built without the syscall).
  * read_ahead_kb 16 MiB: ra_pages 4096 at 4 KiB pages, 256 at 64 KiB.
  */
 #define _GNU_SOURCE
