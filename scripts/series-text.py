@@ -631,6 +631,17 @@ REVIEW_NOTES = [
     'The Makefile and run_vmtests.sh name each test: the series that '
     'follow, each with its fix, touch the same lists, and stacked in '
     'another order they need those lines merged by hand.',
+    'A test binary\'s SIGTERM handler calls exit() where the test has a '
+    'cgroup of its own, as hugepage_settings.c does for THP settings: the '
+    'main process then removes the cgroups and the limits they hold.',
+    'A kind whose block is larger than the page skips when it does not '
+    'mount (with the mount\'s error): a kernel without large block sizes '
+    'refuses it, and the test cannot tell that from a defect; on 7.3 '
+    'every variant mounts on every page size the suite ran on.',
+    'A new file is checked to be out of the page cache before a test '
+    'uses it, with a sync and short retries: DONTNEED leaves a folio '
+    'under read or held by reclaim for a moment, and a figure measured on '
+    'a warm file would judge nothing.',
     'Harness timeouts are the default 30 s, or ten times a case\'s '
     'slowest run under TCG where that is longer, so that emulated debug '
     'kernels (KASAN, lockdep under TCG) finish every case.',
