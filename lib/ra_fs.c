@@ -169,16 +169,12 @@ static int loop_attach(const char *img, char *bdev, size_t len)
 	return fd;
 }
 
-/*
- * The read_ahead_kb its files get: the loop device's, or that of the
- * filesystem's own bdi where sysfs lists the devices under it (btrfs).
- */
-static void find_sysfs_ra(struct ra_fs *fs, const char *type)
+/* A filesystem with a bdi of its own lists its devices under it (btrfs). */
+static void own_bdi_ra(struct ra_fs *fs, const char *type)
 {
 	char pattern[2 * RA_PATH_LEN];
 	glob_t g;
 
-	snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "/sys/block/%s/queue/read_ahead_kb", fs->bdev);
 	snprintf(pattern, sizeof(pattern), "/sys/fs/%s/*/devices/%s", type, fs->bdev);
 	if (glob(pattern, 0, NULL, &g))
 		return;
@@ -211,7 +207,10 @@ static int fs_mount(struct ra_made *m)
 		return m->kind->block_size != psize() || err == ENODEV || err == EINVAL ||
 			err == EOPNOTSUPP || err == EPERM ? KSFT_SKIP : -1;
 	}
-	find_sysfs_ra(&m->fs, m->kind->type);
+	/* Its files read ahead by the loop device's read_ahead_kb */
+	snprintf(m->fs.sysfs_ra, sizeof(m->fs.sysfs_ra), "/sys/block/%s/queue/read_ahead_kb",
+		 m->fs.bdev);
+	own_bdi_ra(&m->fs, m->kind->type);
 	if (read_sysfs(m->fs.sysfs_ra, &m->fs.saved_ra_kb)) {
 		umount2(m->fs.dir, MNT_DETACH);
 		return ra_fs_skip(&m->fs, "no read_ahead_kb for %s", m->fs.bdev);

@@ -168,21 +168,25 @@ commit() {
 }
 
 # The tests named into the tree: install-in-tree.sh of a payload
-# staged with only them and what they use.
+# staged with only them and what they use (--ext4-xfs first: without
+# the other filesystems).
 install() {
-	"$top/scripts/series_plan.py" stage "$work/stage" "$@"
+	local only=()
+	[ "$1" != --ext4-xfs ] || { only=("$1"); shift; }
+	"$top/scripts/series_plan.py" stage "$work/stage" "${only[@]}" "$@"
 	RA_TESTS="$*" "$work/stage/scripts/install-in-tree.sh" "$tree" > /dev/null
 }
 
 # The first series: the category with its first test, the helpers that
 # test uses and the MAINTAINERS lines, then one commit per test, with the
-# helpers it is the first to use.
+# helpers it is the first to use, all on ext4 and XFS; then the other
+# filesystems' variants of its tests in a commit of their own.
 git checkout -q -b "$first"
 mapfile -t first_tests < <(series_tests "$first")
 tests=()
 for t in "${first_tests[@]}"; do
 	tests+=("$t")
-	install "${tests[@]}"
+	install --ext4-xfs "${tests[@]}"
 	args=(test "$t" --series "$first")
 	if [ ${#tests[@]} = 1 ]; then
 		maintainers_add
@@ -190,6 +194,8 @@ for t in "${first_tests[@]}"; do
 	fi
 	commit "${args[@]}"
 done
+install "${first_tests[@]}"
+[ -z "$(git status --porcelain)" ] || commit filesystems
 
 # Every other series on the first (or, mm's own test alone, on the
 # pristine tree): its kernel patches, then its tests.

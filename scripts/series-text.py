@@ -8,6 +8,9 @@
   series-text.py test NAME --series SERIES
                          changelog of the patch that adds selftests-mm/
                          NAME.c (or NAME.patch's cases)
+  series-text.py filesystems
+                         changelog of the first series' patch that adds
+                         btrfs and f2fs variants to its tests
   series-text.py kernel PATCH
                          changelog of validation/patches/PATCH as a patch
                          of a series
@@ -373,10 +376,9 @@ new file, opened cold and checked, and sets its own read_ahead_kb,
 which its teardown puts back (the main process at exit, after a test a
 harness timeout killed; after a SIGKILL a free loop device may keep
 another one). The kinds are ext4 and XFS of several block sizes (min
-folio orders); a test that another filesystem can change brings its
-kind. A kind whose mkfs is missing or fails, or whose filesystem does
-not mount (no support, a root in a user namespace), skips with the
-reason.
+folio orders); btrfs and f2fs follow in the series' last patch. A kind
+whose mkfs is missing or fails, or whose filesystem does not mount (no
+support, a root in a user namespace), skips with the reason.
 ra_fs.c also creates the test's sparse file and opens it cold (dropped
 from the page cache, which is checked); ra_cache.[ch] count resident
 pages and print each figure with its bound, ra_pages and folio size in
@@ -404,32 +406,43 @@ category runs in seconds on a host and in a few minutes under TCG,
 well within mm's settings timeout."""
 
 
-# What a test brings to the lib where it is the first to use it: the
-# name it uses, the paragraph its changelog gets.
-FIRST_USES = [
-    ('ra_btrfs_4k', 'Its btrfs variant brings the btrfs kind of ra_fs.c '
-     '(CONFIG_BTRFS_FS in config): btrfs reads its files through a bdi of '
-     'its own (ra_pages at mount 128 KiB times its devices, at least '
-     '4 MiB), so that the test sets that bdi\'s read_ahead_kb; its folios '
-     'stop at 64 blocks.'),
-    ('ra_f2fs_4k', 'Its f2fs variant brings the f2fs kind (CONFIG_F2FS_FS '
-     'in config): f2fs\'s own read path builds order-0 folios for files '
-     'that are not immutable; it mounts only where the page is 4 KiB, and '
-     'skips elsewhere.'),
+FILESYSTEMS_SUBJECT = 'selftests/mm: readahead: run on btrfs and f2fs too'
+
+# The first series' patch of other filesystems: its tests, then why.
+FILESYSTEMS = [
+    'Add btrfs and f2fs variants to the tests of this series whose '
+    'figures another filesystem\'s read path can change: %s. Their kinds '
+    'go to ra_fs.c, CONFIG_BTRFS_FS and CONFIG_F2FS_FS to config.',
+    'btrfs reads its files through a bdi of its own (ra_pages at mount '
+    '128 KiB times its devices, at least 4 MiB), not the loop device\'s: '
+    'ra_fs.c finds it under /sys/fs/btrfs/<fsid>/devices/, so that a '
+    'test sets that bdi\'s read_ahead_kb. Its folios stop at 64 blocks, '
+    'so advice\'s 2 MiB folio cases skip there.',
+    'f2fs\'s own read path builds order-0 folios for files that are not '
+    'immutable, and f2fs mounts only where the page is 4 KiB: its kind is '
+    'not made elsewhere, and its cases skip with that reason.',
 ]
 
 
-def first_uses(name):
-    """The FIRST_USES paragraphs of the tests a test is the first to
-    use, in the order of the series."""
-    order = [t for s in sp.plan()[0] for t, _ in s[3]]
-    out = []
-    for ident, text in FIRST_USES:
-        users = [t for t in order if re.search(r'\b%s\b' % ident,
-                                               sp.strip_code(sp.source(t)))]
-        if users and users[0] == name:
-            out.append(text)
-    return out
+def filesystems():
+    """The first series' patch of other filesystems."""
+    tests = [t for t, _ in plan_of(sp.FIRST)[3]
+             if re.search(r'\b(%s)\b' % '|'.join(sp.MORE_FS),
+                          sp.strip_code(sp.source(t)))]
+    names = [t.replace('readahead_', '') for t in tests]
+    text = ', '.join(names[:-1]) + ' and ' + names[-1] if len(names) > 1 \
+        else names[0]
+    body = [wrap(FILESYSTEMS[0] % text)] + \
+        [wrap(p) for p in FILESYSTEMS[1:]]
+    cols, rows = sp.table()
+    base = sp.base_columns(cols)
+    cases = [c for t in tests for c in sp.cases_of(t, rows)
+             if re.search(r'\.(%s)_' % '|'.join(sp.MORE_FS_TYPES), c)]
+    seen = [b for b in base
+            if all(rows[c].get(b) in ('ok', 'skip') for c in cases)]
+    body.append(wrap('The new cases pass on 7.3 (%s), or skip for the '
+                     'reason printed.' % machines(seen)))
+    return FILESYSTEMS_SUBJECT, '\n\n'.join(body)
 
 
 def plan_of(series):
@@ -470,8 +483,6 @@ def test_changelog(name, series):
         if len(subject) + len(tail) + 3 <= 75:
             subject += ' (%s)' % tail
         body = [reflow(comment)]
-        for text in first_uses(name):
-            body += ['', wrap(text)]
     if fix:
         fcols = sp.fix_columns(fix, cols)
         bad = [b for b in base if any(rows[c].get(b) == 'FAIL'
@@ -564,10 +575,10 @@ def kernel_changelog(patch):
 
 
 SHARED = """\
-Each test runs on loop filesystems of its own (ext4, and XFS with 4 to
-64 KiB blocks, so that filesystems with a min folio order are covered;
-one per kind, made by the binary's main() and shared by its tests),
-drops its file from the page cache, faults it in through a mapping in a
+Each test runs on loop filesystems of its own (ext4, XFS with 4 to
+64 KiB blocks, so that filesystems with a min folio order are covered,
+and btrfs and f2fs where their read paths can change a figure; one per
+kind, made by the binary's main() and shared by its tests), drops its file from the page cache, faults it in through a mapping in a
 fixed pattern, and bounds either the major faults it takes (ru_majflt)
 or the pages it brings into the page cache (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
@@ -660,11 +671,10 @@ REVIEW_NOTES = [
     'healthy reader catch up with it now and then, while a kernel that '
     'marks too late does so on every walk (86 to 101 pages against a '
     'bound of 11).',
-    'Helpers come with their first user a function at a time: three '
+    'Helpers come with their first user a function at a time: two '
     'arrive with more than that user needs (ra_walk_pages()\'s backward '
-    'walk, first used by window; ra_cached_pages() without a mapping; '
-    'the lookup of a filesystem\'s own bdi, for btrfs), so that no later '
-    'patch rewrites a helper an earlier one added.',
+    'walk, first used by window; ra_cached_pages() without a mapping), '
+    'so that no later patch rewrites a helper an earlier one added.',
 ]
 
 
@@ -744,6 +754,8 @@ def main():
         subj, body = test_changelog(args[2], args[4])
         body, notes = body.split('\n---\n', 1)
         body += '\n\n' + CATEGORY + '\n\n---\n' + notes
+    elif args[0] == 'filesystems' and len(args) == 1:
+        subj, body = filesystems()
     elif args[0] == 'kernel' and len(args) == 2:
         subj, body = kernel_changelog(args[1])
     elif args[0] == 'cover' and len(args) == 2:

@@ -7,14 +7,18 @@
                                  applies on the pristine tree, its kernel
                                  patches ("patch FILE"), its tests ("test
                                  NAME")
-  series_plan.py stage DIR [TEST...]
+  series_plan.py stage DIR [--ext4-xfs] [TEST...]
                                  the payload with only those tests: DIR/
                                  selftests-mm, lib, config,
                                  run_vmtests-snippet.sh and scripts/
                                  install-in-tree.sh, with the lib's
                                  functions, types and macros they use;
                                  without a test, the lib has what every
-                                 test uses (the category's patch)
+                                 test uses (the category's patch); with
+                                 --ext4-xfs, without the MORE_FS kinds,
+                                 their variants, code and config lines
+                                 (the first series before its patch of
+                                 other filesystems)
   series_plan.py verdicts        the check of each series' verdicts in
                                  verdicts/expected.tsv; prints one line
                                  per problem and exits 1 on any
@@ -49,6 +53,15 @@ PINNED = {'readahead_exec_random': 'exec-read-around-random',
           'readahead_thp_refault': 'mmap-miss-gates',
           'readahead_thrash_locked': 'mmap-miss-gates',
           'readahead_thrash_workingset': 'mmap-miss-gates'}
+
+# The filesystems after ext4 and XFS: what only their kinds use (names in
+# lib/ and the tests, the header only they need, their config options).
+# The first series adds them in a patch of its own after its tests.
+MORE_FS = {'ra_btrfs_4k', 'ra_f2fs_4k', 'own_bdi_ra', 'page_blocks'}
+MORE_FS_TYPES = ('btrfs', 'f2fs')
+MORE_FS_HEADERS = {'glob.h': 'glob'}
+MORE_FS_CONFIG = re.compile(r'^(CONFIG_(%s)_FS=|#.*\b(%s)\b)' % (
+    '|'.join(t.upper() for t in MORE_FS_TYPES), '|'.join(MORE_FS_TYPES)))
 
 
 def table():
@@ -351,11 +364,58 @@ def lib_files():
     return sorted(f for f in os.listdir(d) if re.search(r'\.[ch]$', f))
 
 
-def lib_units():
-    """{file: (lines, units)} of lib/."""
+def without(lines, names, lib=True, keep=()):
+    """Lines without the statements that name one of names: in a body
+    (indented) in the lib, FIXTURE_VARIANT_ADD lines in a test (lib
+    false), each with a one-line comment on MORE_FS_TYPES right above
+    it; keep: the indexes of lines left as they are."""
+    out, i, state = [], 0, [False]
+    while i < len(lines):
+        code = code_of(lines[i], [state[0]])
+        named = set(IDENT.findall(code)) & names
+        if named and i not in keep and (
+                lines[i].startswith('\t') and lib or
+                lines[i].startswith('FIXTURE_VARIANT_ADD')):
+            depth = 0
+            while True:
+                c = code_of(lines[i], state).rstrip()
+                depth += sum(c.count(x) for x in '([{') - \
+                    sum(c.count(x) for x in ')]}')
+                i += 1
+                if depth <= 0 and (c.endswith(';') or c.endswith('}')) \
+                        or i >= len(lines):
+                    break
+            if out and re.fullmatch(r'/\*.*\*/', out[-1]) and \
+                    re.search(r'\b(%s)\b' % '|'.join(MORE_FS_TYPES),
+                              out[-1]):
+                out.pop()
+            continue
+        code_of(lines[i], state)
+        out.append(lines[i])
+        i += 1
+    return out
+
+
+def ext4_xfs_only(text):
+    """A test's source without the MORE_FS kinds: their variants, and
+    their entries in the kinds main() makes."""
+    text = '\n'.join(without(text.split('\n'), MORE_FS, False))
+    text = re.sub(r'[ \t\n]*&(%s),' % '|'.join(MORE_FS), '', text)
+    # A list left ending in "...,\n\t\tNULL" ends on its last line.
+    return re.sub(r',\n\t+NULL\b', ', NULL', text)
+
+
+def lib_units(names=frozenset()):
+    """{file: (lines, units)} of lib/; with names, without the
+    statements in bodies that name them (the units stay the same)."""
     out = {}
     for f in lib_files():
         lines = open(os.path.join(TOP, 'lib', f)).read().split('\n')
+        if names:
+            # The units that define one of names go whole, not by line.
+            keep = {i for u in units(lines) if u[3] & names
+                    for i in range(u[0], u[1] + 1)}
+            lines = without(lines, names, True, keep)
         out[f] = (lines, units(lines))
     return out
 
@@ -422,8 +482,8 @@ def has_api(us, keep_idx, used):
     return any(k in keep_idx and k in used for k in range(len(us)))
 
 
-def stage(dest, chosen):
-    """chosen: the names of the tests."""
+def stage(dest, chosen, ext4_xfs=False):
+    """chosen: the names of the tests; ext4_xfs: without MORE_FS."""
     if os.path.exists(dest):
         shutil.rmtree(dest)
     for d in ('selftests-mm', 'lib', 'scripts'):
@@ -435,20 +495,29 @@ def stage(dest, chosen):
             shutil.copy2(os.path.join(TOP, 'selftests-mm', t + '.patch'),
                          os.path.join(dest, 'selftests-mm'))
         else:
+            if ext4_xfs:
+                text = ext4_xfs_only(text)
             open(os.path.join(dest, 'selftests-mm', t + '.c'),
                  'w').write(text)
         roots |= set(IDENT.findall(strip_code(text)))
-    libs = lib_units()
+    # What any test uses at all (allk) is seen on the whole lib, what a
+    # stage keeps on the lib it is cut from: without MORE_FS, their units
+    # are used by none of its tests and their statements are gone.
+    whole = lib_units()
+    libs = lib_units(MORE_FS) if ext4_xfs else whole
     every, common = set(), None
     for t in test_names():
         names = set(IDENT.findall(strip_code(source(t))))
         every |= names
+        if ext4_xfs and not patched(t):
+            names = set(IDENT.findall(strip_code(ext4_xfs_only(
+                source(t)))))
         used = needed(libs, names)
         # The category's harness: what every test of the category uses
         # (mm's own tests with cases on the lib do not narrow it).
         if not patched(t):
             common = used if common is None else common & used
-    allk = needed(libs, every)
+    allk = needed(whole, every)
     # A constructor or destructor runs with its file: it comes with the
     # file's first helper a test uses, never alone.
     hooks = {(f, k) for f, (lines, us) in libs.items()
@@ -473,11 +542,18 @@ def stage(dest, chosen):
         if has_api(us, idx, {k for g, k in allk if g == f}):
             # A slice that ends where a unit was left out ends with
             # its last kept line, not a blank one.
-            open(os.path.join(dest, 'lib', f), 'w').write(
-                slice_file(lines, us, idx).rstrip('\n') + '\n')
+            text = slice_file(lines, us, idx).rstrip('\n') + '\n'
+            for h, ident in MORE_FS_HEADERS.items():
+                if ext4_xfs and not re.search(r'\b%s\(' % ident, text):
+                    text = text.replace('#include <%s>\n' % h, '')
+            open(os.path.join(dest, 'lib', f), 'w').write(text)
     for f in ('config', 'run_vmtests-snippet.sh',
               'scripts/install-in-tree.sh'):
         shutil.copy2(os.path.join(TOP, f), os.path.join(dest, f))
+    if ext4_xfs:
+        lines = open(os.path.join(TOP, 'config')).readlines()
+        open(os.path.join(dest, 'config'), 'w').writelines(
+            ln for ln in lines if not MORE_FS_CONFIG.match(ln))
 
 
 def verdict_problems():
@@ -531,7 +607,9 @@ def main():
         for p in problems:
             print('problem %s' % p)
     elif cmd == 'stage' and len(sys.argv) >= 3:
-        stage(sys.argv[2], sys.argv[3:])
+        rest = sys.argv[3:]
+        only = rest[:1] == ['--ext4-xfs']
+        stage(sys.argv[2], rest[1:] if only else rest, only)
     elif cmd == 'verdicts':
         problems = verdict_problems()
         for p in problems:

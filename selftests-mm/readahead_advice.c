@@ -152,7 +152,7 @@ TEST_F(advice, madv_random)
 {
 	size_t ps = self->fs.page_size, probe, win, past_off;
 	long cached, bound, past, control;
-	int i, ret;
+	int ret;
 
 	ret = advice_file(self, RANDOM_WINDOWS);
 	if (!ra_ready(_metadata, ret, &self->fs))
@@ -167,8 +167,7 @@ TEST_F(advice, madv_random)
 	 *   |----x----|----x----|----x----|........ ... ......|
 	 *        ^ a fault at 1 ra, 3 ra, 5 ra; 6 ra on is for the marker
 	 */
-	for (i = 0; i < RANDOM_FAULTS; i++)
-		FORCE_READ(self->map[(2 * i + 1) * self->ra]);
+	force_read_pages(self->map + self->ra, RANDOM_FAULTS, 2 * self->ra);
 	cached = ra_cached_pages(self->fd, self->map, 0, 6 * self->ra);
 	ASSERT_LE(0, cached);
 	bound = 10 * RANDOM_FAULTS * (self->folio / ps);
@@ -593,7 +592,6 @@ TEST_F(advice, madv_hugepage_forward)
 	size_t ps = self->fs.page_size, pairs = THP_WALK / (2 * RA_THP_FOLIO_MAX);
 	long bound = ra_isqrt(pairs), small;
 	struct ra_walk walk;
-	size_t off;
 	char *tail;
 	int ret;
 
@@ -634,8 +632,7 @@ TEST_F(advice, madv_hugepage_forward)
 				  RA_THP_FOLIO_MAX);
 	ASSERT_NE(MAP_FAILED, tail);
 	ASSERT_EQ(0, madvise(tail, THP_TAIL, MADV_HUGEPAGE));
-	for (off = 0; off < THP_TAIL; off += RA_THP_FOLIO_MAX)
-		FORCE_READ(tail[off]);
+	force_read_pages(tail, THP_TAIL / RA_THP_FOLIO_MAX, RA_THP_FOLIO_MAX);
 	small = !check_huge_file(tail, THP_TAIL, THP_TAIL / RA_THP_FOLIO_MAX,
 				 RA_THP_FOLIO_MAX);
 	munmap(tail, THP_TAIL);

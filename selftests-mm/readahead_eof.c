@@ -342,7 +342,7 @@ static int truncate_held(struct __test_metadata *_metadata,
  */
 TEST_F(eof, sigbus_truncated)
 {
-	size_t ps = self->fs.page_size, len = TRUNC_PAGES * ps, off;
+	size_t ps = self->fs.page_size, len = TRUNC_PAGES * ps;
 	int ret, held;
 
 	self->size = len;
@@ -350,8 +350,7 @@ TEST_F(eof, sigbus_truncated)
 		       &self->fd, &self->map);
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return;
-	for (off = 0; off < len; off += ps)
-		FORCE_READ(self->map[off]);
+	force_read_pages(self->map, len / ps, ps);
 	held = truncate_held(_metadata, &self->fs, self->fd, self->map,
 			     len / 2, len, &self->eof);
 	if (held < 0)

@@ -114,10 +114,8 @@ TEST_F(fadv_random, faults)
 {
 	size_t ps = self->fs.page_size;
 	long cached, bound = 10 * FAULTS * (self->folio / ps);
-	int i;
 
-	for (i = 0; i < FAULTS; i++)
-		FORCE_READ(self->map[(2 * i + 1) * self->ra]);
+	force_read_pages(self->map + self->ra, FAULTS, 2 * self->ra);
 	cached = ra_cached_pages(self->fd, self->map, 0, 6 * self->ra);
 	ASSERT_LE(0, cached);
 	RA_EXPECT_FIGURE(&self->fs, "POSIX_FADV_RANDOM faults", cached, "pages",

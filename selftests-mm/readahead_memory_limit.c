@@ -27,7 +27,6 @@
  * that reads complete as soon as they are submitted.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,6 +43,7 @@
 /* The ra window in pages, four times the room; the walk is four windows. */
 #define RA_PAGES	512UL
 #define WINDOWS		4
+#define OOM_SCORE_ADJ	"/proc/self/oom_score_adj"
 #define SUSPECT \
 	"readahead charges its folios without __GFP_NORETRY (readahead_gfp_mask()), or does not stop at -ENOMEM (0fd44ab213bc)"
 
@@ -87,37 +87,6 @@ FIXTURE_TEARDOWN(memory_limit)
 	ra_cgroup_leave(&self->cg);
 }
 
-/* Read this process's oom_score_adj into @adj (@len bytes); 0 or -1. */
-static int get_oom_score_adj(char *adj, size_t len)
-{
-	int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, adj, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	adj[n] = '\0';
-	adj[strcspn(adj, "\n")] = '\0';
-	return 0;
-}
-
-/* Set this process's /proc/<pid>/oom_score_adj; 0 or -1. */
-static int set_oom_score_adj(const char *adj)
-{
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	int ret = -1;
-
-	if (fd < 0)
-		return -1;
-	if (write(fd, adj, strlen(adj)) == (ssize_t)strlen(adj))
-		ret = 0;
-	close(fd);
-	return ret;
-}
-
 TEST_F(memory_limit, in_order)
 {
 	size_t ps = self->fs.page_size, room = RA_PAGES / 4 * ps;
@@ -132,20 +101,19 @@ TEST_F(memory_limit, in_order)
 	 * (OOM_SCORE_ADJ_MAX), set before the limit so that no charge can
 	 * meet the limit while the test is the likelier victim.
 	 */
-	ASSERT_EQ(0, get_oom_score_adj(adj, sizeof(adj)));
-	ASSERT_EQ(0, set_oom_score_adj("-1000"));
+	ASSERT_LT(0, read_text(OOM_SCORE_ADJ, adj, sizeof(adj)));
+	ASSERT_LT(0, write_text(OOM_SCORE_ADJ, "-1000", 5));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		char buf[32];
-		size_t off;
 		long base;
 
 		/*
 		 * The reader is in the test's process group, which a
-		 * harness timeout kills. The limit counts from what the cgroup holds now: the
-		 * reader's own pages (its stack, page tables) fit, one
-		 * window does not:
+		 * harness timeout kills. The limit counts from what the
+		 * cgroup holds now: the reader's own pages (its stack,
+		 * page tables) fit, one window does not:
 		 *
 		 *   memory.max = memory.current + room (RA_PAGES / 4 pages)
 		 *   0                                              size
@@ -154,16 +122,15 @@ TEST_F(memory_limit, in_order)
 		 */
 		base = cg_read_long(self->cg.path, "memory.current");
 		snprintf(buf, sizeof(buf), "%ld", base + (long)room);
-		if (set_oom_score_adj("1000") || base < 0 ||
+		if (write_text(OOM_SCORE_ADJ, "1000", 4) < 0 || base < 0 ||
 		    cg_write(self->cg.path, "memory.max", buf))
 			_exit(2);
-		for (off = 0; off < self->size; off += ps)
-			FORCE_READ(self->map[off]);
+		force_read_pages(self->map, self->size / ps, ps);
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", "max"));
-	ASSERT_EQ(0, set_oom_score_adj(adj));
+	ASSERT_LT(0, write_text(OOM_SCORE_ADJ, adj, strlen(adj)));
 	oom = cg_read_key_long(self->cg.path, "memory.events", "oom_kill ");
 	met = cg_read_key_long(self->cg.path, "memory.events", "max ");
 	ASSERT_LE(0, oom);

@@ -265,7 +265,7 @@ static void measure_runs(struct __test_metadata *_metadata,
 {
 	size_t ps = r->fs.page_size, folio = ra_folio_size(&r->fs);
 	size_t apart = CACHED_EVERY * folio;
-	unsigned int order[RUNS], seed = 777, i, j, k;
+	unsigned int order[RUNS], seed = 777, i, j;
 	long limit = ra_limit(bound * RUNS);
 	size_t before_len = p->read_before_kb * 1024;
 	char c, *buf = NULL;
@@ -294,8 +294,7 @@ static void measure_runs(struct __test_metadata *_metadata,
 		before = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, before);
 		for (j = 0; j < p->accesses; j++)
-			for (k = 0; k < p->pages; k++)
-				FORCE_READ(r->map[off + j * apart + k * ps]);
+			force_read_pages(r->map + off + j * apart, p->pages, ps);
 		fig->runs++;
 		after = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, after);
