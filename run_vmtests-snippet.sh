@@ -3,8 +3,10 @@
 # The "readahead" category of tools/testing/selftests/mm/run_vmtests.sh.
 # scripts/install-in-tree.sh adds the usage lines (without their leading
 # '#') to the category list in usage(), before its "example:" line, and
-# the run line of each test it installs, at its sorted place, before the
-# SUMMARY line; on 7.x trees ksft_readahead.sh runs the category.
+# the run line of each test it installs, at its sorted place, in an
+# "if [ $VADDR64 -ne 0 ]" block before the SUMMARY line (the Makefile
+# builds the tests on 64-bit only); on 7.x trees ksft_readahead.sh runs
+# the category.
 #
 # usage:
 #- readahead

@@ -25,7 +25,7 @@
  */
 int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 {
-	unsigned int ms = 0, waited = 0;
+	unsigned int ms;
 	long resident;
 	int err;
 	void *p;
@@ -33,20 +33,18 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return ra_fs_fail(fs, "mapping the file to see its page cache");
-	for (;;) {
+	for (ms = 0;; ms += 10) {	/* polls every 10 ms */
 		err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		resident = err ? 0 : ra_cached_pages(fd, p, 0, size);
 		if (resident < 0)
 			err = errno;
-		if (err || !resident || waited >= RA_DROP_WAIT_MS)
+		if (err || !resident || ms >= RA_DROP_WAIT_MS)
 			break;
 		if (!ms && (fdatasync(fd) || syncfs(fd))) {
 			err = errno;
 			break;
 		}
-		ms = ms ? (ms < 512 ? 2 * ms : ms) : 1;	/* 1, 2 .. 512 ms */
-		usleep(ms * 1000);
-		waited += ms;
+		usleep(10000);
 	}
 	munmap(p, size);
 	errno = err;
@@ -55,7 +53,7 @@ int ra_drop_cache(struct ra_fs *fs, int fd, size_t size)
 	if (resident)
 		return ra_fs_skip(fs,
 				  "%ld of %zu pages stayed cached after a sync and DONTNEED for %u ms",
-				  resident, size / psize(), waited);
+				  resident, size / psize(), ms);
 	return 0;
 }
 
@@ -112,9 +110,8 @@ long ra_limit(long bound)
  * @limit: stop once both major faults and missed pages exceed it
  * @walk: the result
  *
- * Drops what lies 16 to 32 MiB behind: on a small machine, cache left there
- * forces direct reclaim, failing readahead's __GFP_NORETRY allocations
- * (faults no readahead bug caused). Windows (<= 32 MiB) stay clear of it.
+ * Drops what lies 16 to 32 MiB behind, lest direct reclaim on a small machine
+ * fail readahead's __GFP_NORETRY allocations; windows (<= 32 MiB) stay clear.
  */
 void ra_walk_pages(int fd, const char *addr, size_t off, size_t npages,
 		   bool backwards, long limit, struct ra_walk *walk)

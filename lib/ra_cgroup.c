@@ -8,9 +8,8 @@
 #include "ra_cgroup.h"
 
 /*
- * At the main process's exit, also on a SIGTERM (a runner's, to every process),
- * remove the cgroups of tests a timeout or signal killed, and the limits they
- * hold, which would otherwise outlive the test and keep its I/O or memory held.
+ * At the main process's exit, on a SIGTERM too (a runner's, to every process),
+ * remove the cgroups of killed tests, whose limits would hold their I/O or memory.
  */
 static void ra_cgroup_exit(int sig __maybe_unused)
 {

@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include "vm_util.h"
@@ -107,10 +108,8 @@ static int fs_make(struct ra_made *m, bool punch)
 	if (mkdir(m->fs.dir, 0700))
 		return -1;
 	fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	ret = ftruncate(fd, RA_IMAGE_SIZE);
-	close(fd);
+	ret = fd < 0 || ftruncate(fd, RA_IMAGE_SIZE);
+	close(fd);	/* -1 when open() failed: EBADF */
 	if (ret)
 		return -1;
 	snprintf(opts, sizeof(opts), k->mkfs, k->block_size);
@@ -162,26 +161,30 @@ static int loop_attach(const char *img, char *bdev, size_t len)
 	}
 	if (fd >= 0)
 		snprintf(bdev, len, "loop%d", nr);
-	if (ctl >= 0)
-		close(ctl);
-	if (img_fd >= 0)
-		close(img_fd);
+	close(ctl);	/* each -1 where its open() failed: EBADF */
+	close(img_fd);
 	return fd;
 }
 
-/* A filesystem with a bdi of its own lists its devices under it (btrfs). */
-static void own_bdi_ra(struct ra_fs *fs, const char *type)
+/* A filesystem on an anonymous device (btrfs) reads by a bdi of its own, in sysfs */
+static int own_bdi_ra(struct ra_made *m)
 {
 	char pattern[2 * RA_PATH_LEN];
-	glob_t g;
+	glob_t g = { 0 };
+	struct stat st;
+	int ret;
 
-	snprintf(pattern, sizeof(pattern), "/sys/fs/%s/*/devices/%s", type, fs->bdev);
-	if (glob(pattern, 0, NULL, &g))
-		return;
-	if (g.gl_pathc == 1)
-		snprintf(fs->sysfs_ra, sizeof(fs->sysfs_ra), "%.*s/bdi/read_ahead_kb",
+	if (stat(m->fs.dir, &st) || major(st.st_dev))
+		return 0;
+	snprintf(pattern, sizeof(pattern), "/sys/fs/%s/*/devices/%s", m->kind->type, m->fs.bdev);
+	ret = glob(pattern, 0, NULL, &g) || g.gl_pathc != 1 ?
+		ra_fs_skip(&m->fs, "no bdi of %s's own: %zu matches of %s", m->kind->type,
+			   g.gl_pathc, pattern) : 0;
+	if (!ret)
+		snprintf(m->fs.sysfs_ra, sizeof(m->fs.sysfs_ra), "%.*s/bdi/read_ahead_kb",
 			 (int)(strstr(g.gl_pathv[0], "/devices/") - g.gl_pathv[0]), g.gl_pathv[0]);
 	globfree(&g);
+	return ret;
 }
 
 /* After its mkfs, mount @m's image and note its read_ahead_kb. */
@@ -203,19 +206,18 @@ static int fs_mount(struct ra_made *m)
 	if (err) {
 		ra_fs_skip(&m->fs, "cannot mount %s with %lu-byte blocks on %u-byte pages: %s",
 			   m->kind->type, m->kind->block_size, psize(), strerror(err));
-		/* No support or privilege: skip; fresh image I/O error: fail */
+		/* Blocks not of a page, no support or privilege: skip; else fail */
 		return m->kind->block_size != psize() || err == ENODEV || err == EINVAL ||
 			err == EOPNOTSUPP || err == EPERM ? KSFT_SKIP : -1;
 	}
-	/* Its files read ahead by the loop device's read_ahead_kb */
 	snprintf(m->fs.sysfs_ra, sizeof(m->fs.sysfs_ra), "/sys/block/%s/queue/read_ahead_kb",
 		 m->fs.bdev);
-	own_bdi_ra(&m->fs, m->kind->type);
-	if (read_sysfs(m->fs.sysfs_ra, &m->fs.saved_ra_kb)) {
+	err = own_bdi_ra(m);
+	if (!err && read_sysfs(m->fs.sysfs_ra, &m->fs.saved_ra_kb))
+		err = ra_fs_skip(&m->fs, "no read_ahead_kb for %s", m->fs.bdev);
+	if (err)
 		umount2(m->fs.dir, MNT_DETACH);
-		return ra_fs_skip(&m->fs, "no read_ahead_kb for %s", m->fs.bdev);
-	}
-	return 0;
+	return err;
 }
 
 /* At exit, put back the read_ahead_kb of tests killed before their teardown. */
@@ -229,10 +231,13 @@ static void put_back_ra(void)
 }
 
 /* Enter a private mount namespace with a tmpfs on /tmp, or say why not. */
-static const char *no_fs(void)
+static const char *no_fs(int argc, char **argv)
 {
 	char opts[64];
 
+	while (--argc > 0)	/* -l, -h: the harness lists or helps */
+		if (!strcmp(argv[argc], "-l") || !strcmp(argv[argc], "-h"))
+			return "no test runs";
 	if (unshare(CLONE_NEWNS))
 		return errno == EPERM ? "needs CAP_SYS_ADMIN to create a loop filesystem" :
 			"unshare(CLONE_NEWNS) failed";
@@ -250,11 +255,13 @@ static const char *no_fs(void)
 
 /**
  * ra_fs_init() - make the filesystems of a binary's tests, from main()
+ * @argc: main()'s argc
+ * @argv: main()'s argv; with -l or -h the harness runs no test: none is made
  * @kinds: the kinds its tests use, NULL-terminated; tests of one not made skip
  */
-void ra_fs_init(const struct ra_fs_kind *const kinds[])
+void ra_fs_init(int argc, char **argv, const struct ra_fs_kind *const kinds[])
 {
-	const char *why = no_fs();
+	const char *why = no_fs(argc, argv);
 	struct ra_made *m;
 	size_t logs = 0;
 	bool serial;
@@ -296,9 +303,7 @@ int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind)
 
 	while (i < nr_made && made[i].kind != kind)
 		i++;
-	memset(fs, 0, sizeof(*fs));
-	if (i < nr_made)
-		*fs = made[i].fs;
+	*fs = i < nr_made ? made[i].fs : (struct ra_fs){ 0 };
 	fs->page_size = psize();
 	snprintf(fs->type, sizeof(fs->type), "%s", kind->type);
 	fs->block_size = kind->block_size;

@@ -28,7 +28,7 @@ struct ra_fs_kind {
 	bool page_blocks;		/* mounts only where blocks are pages */
 };
 
-void ra_fs_init(const struct ra_fs_kind *const kinds[]);
+void ra_fs_init(int argc, char **argv, const struct ra_fs_kind *const kinds[]);
 int ra_fs_setup(struct ra_fs *fs, const struct ra_fs_kind *kind);
 int ra_set_read_ahead_kb(struct ra_fs *fs, unsigned long kb);
 int ra_need_memory(struct ra_fs *fs, size_t bytes);

@@ -20,14 +20,17 @@
 #   - Makefile: the lib's headers in LOCAL_HDRS; before the TEST_PROGS
 #     lines, each test installed named in READAHEAD_TESTS, or in
 #     READAHEAD_CGROUP_TESTS when it includes ra_cgroup.h (thrash), at its
-#     sorted place; both go into TEST_GEN_FILES. After the LDLIBS lines of the other tests, one rule
+#     sorted place; both go into TEST_GEN_FILES where ARCH is 64-bit (as
+#     va_high_addr_switch does: 2 GiB loop images, mappings of GiBs).
+#     After the LDLIBS lines of the other tests, one rule
 #     links every readahead test with the lib's other .c files,
 #     and, once a cgroup test is installed, one more links those with
 #     ra_cgroup.c and the cgroup selftests' library (cgroup_util.c, its
 #     include directory in their CFLAGS only);
 #   - run_vmtests.sh: a "readahead" category (help text from
 #     run_vmtests-snippet.sh) and, before the summary, the run line the
-#     snippet has for each test installed, at its sorted place;
+#     snippet has for each test installed, at its sorted place in an
+#     "if [ $VADDR64 -ne 0 ]" block;
 #   - when mm's Makefile lists ksft_<category>.sh wrappers in TEST_PROGS
 #     (7.x: what "make run_tests" and KernelCI run), ksft_readahead.sh is
 #     created and added there at its sorted place;
@@ -137,10 +140,10 @@ set_line() {
 }
 
 mk=$mm/Makefile
-# Before the first line matching RE, add LINE (and a blank line with a
-# fourth argument).
+# Before the first line matching RE, add LINE, one line or more (and a
+# blank line with a fourth argument), unless its first line is there.
 add_before() {
-	grep -qxF "$2" "$3" && return 0
+	grep -qxF "${2%%$'\n'*}" "$3" && return 0
 	RE=$1 LINE=$2${4:+$'\n'} awk '$0 ~ ENVIRON["RE"] && !d { print ENVIRON["LINE"]; d = 1 }
 		{ print }
 		END { if (!d) exit 1 }' "$3" | update "$3"
@@ -156,12 +159,19 @@ add_block_after() {
 		"$3" | update "$3"
 }
 
+# What the readahead tests need, and where mm's Makefile builds its tests
+# that need a 64-bit address space.
+only64='The readahead tests make 2 GiB loop images and map GiBs: 64-bit only.'
+arch64='arm64 mips64 parisc64 powerpc riscv64 s390x sparc64 x86_64 s390'
 if [ -n "$ours" ]; then
 	cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
 	# The lists, before the TEST_PROGS block; the cgroup list once a test
 	# of it is in.
 	grep -q '^TEST_GEN_FILES += \$(READAHEAD_TESTS)' "$mk" ||
-		add_before '^TEST_PROGS \+= ' 'TEST_GEN_FILES += $(READAHEAD_TESTS)' "$mk" blank
+		add_before '^TEST_PROGS \+= ' "$(printf '%s\n' \
+			"# $only64" \
+			"ifneq (,\$(filter \$(ARCH),$arch64))" \
+			'TEST_GEN_FILES += $(READAHEAD_TESTS)' endif)" "$mk" blank
 	for t in $tests; do
 		[ -f "$top/selftests-mm/$t.c" ] || continue
 		var=READAHEAD_TESTS
@@ -170,7 +180,7 @@ if [ -n "$ours" ]; then
 		if grep -q "^$var += " "$mk"; then
 			add_sorted "$var" "$t" "$mk"
 		else
-			add_before '^TEST_GEN_FILES \+= \$\(READAHEAD' "$var += $t" "$mk"
+			add_before "^# $only64\$" "$var += $t" "$mk"
 		fi
 	done
 	# The lib's headers, so that editing one rebuilds the tests (lib.mk).
@@ -273,15 +283,18 @@ for t in $tests; do
 		echo "$0: run_vmtests-snippet.sh has no run line for $t" >&2
 		exit 2
 	fi
-	grep -qxF "$line" "$mm/run_vmtests.sh" && continue
+	grep -qxF "	$line" "$mm/run_vmtests.sh" && continue
 	# Before the first readahead line that sorts after it, else after
-	# the last one, else (the first) before the summary.
-	LINE=$line LC_ALL=C awk '
+	# the last one, else (the first) in a block of its own before the
+	# summary: the tests are built where the address space is 64-bit.
+	LINE="	$line" LC_ALL=C awk '
 		function put() { print ENVIRON["LINE"]; done = 1 }
-		!done && index($0, "CATEGORY=\"readahead\" run_test") == 1 {
+		!done && index($0, "\tCATEGORY=\"readahead\" run_test") == 1 {
 			seen = 1; if ($0 > ENVIRON["LINE"]) put() }
-		!done && seen && index($0, "CATEGORY=\"readahead\" run_test") != 1 { put() }
-		!done && !seen && /^echo "SUMMARY:/ { put(); print "" }
+		!done && seen && index($0, "\tCATEGORY=\"readahead\" run_test") != 1 { put() }
+		!done && !seen && /^echo "SUMMARY:/ {
+			print "if [ $VADDR64 -ne 0 ]; then	# readahead tests: 64-bit only"
+			put(); print "fi"; print "" }
 		{ print }
 		END { if (!done) exit 1 }' "$mm/run_vmtests.sh" | update "$mm/run_vmtests.sh"
 done

@@ -59,7 +59,7 @@ PINNED = {'readahead_exec_random': 'exec-read-around-random',
 # The first series adds them in a patch of its own after its tests.
 MORE_FS = {'ra_btrfs_4k', 'ra_f2fs_4k', 'own_bdi_ra', 'page_blocks'}
 MORE_FS_TYPES = ('btrfs', 'f2fs')
-MORE_FS_HEADERS = {'glob.h': 'glob'}
+MORE_FS_HEADERS = {'glob.h': 'glob', 'sys/sysmacros.h': 'major'}
 MORE_FS_CONFIG = re.compile(r'^(CONFIG_(%s)_FS=|#.*\b(%s)\b)' % (
     '|'.join(t.upper() for t in MORE_FS_TYPES), '|'.join(MORE_FS_TYPES)))
 

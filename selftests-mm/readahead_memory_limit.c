@@ -7,10 +7,10 @@
  * a folio the cgroup cannot charge after its reclaim attempts ends the
  * readahead, which submits what it has, and the reader's next fault
  * reads on. The folios readahead has added but not yet submitted are
- * locked, so reclaim cannot take them: a charge that insisted would find little to reclaim
- * and call the memcg OOM killer on the reader. The window is 512 pages
- * on every page size, so that the per-CPU charge stock
- * (MEMCG_CHARGE_BATCH, 64 pages a CPU) stays well inside it. The test
+ * locked, so reclaim cannot take them: a charge that insisted would find
+ * little to reclaim and call the memcg OOM killer on the reader. The
+ * window is 512 pages on every page size, so that the per-CPU charge
+ * stock (MEMCG_CHARGE_BATCH, 64 pages a CPU) stays well inside it. The test
  * and its reader run in a cgroup of their own under the cgroup v2 root,
  * out of the limits of the caller's cgroup. Measured: the reader's OOM
  * kills (memory.events oom_kill) and whether it reached the end, once
@@ -152,7 +152,7 @@ TEST_F(memory_limit, in_order)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){
 		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, NULL
 	});
 	return test_harness_run(argc, argv);

@@ -9,8 +9,8 @@
  * in-order runs take the counter back under the limit. Each test is an
  * access pattern (restart_costs four of them), measured at read_ahead_kb
  * 128 and 8192 on a fresh open after a warm-up past the limit: pages
- * brought into the page cache per run. Healthy: the folios a run touches, as 7.3 reads them;
- * after pages another file read(), what read() itself reads there
+ * brought into the page cache per run. Healthy: the folios a run
+ * touches; after pages another file read(), what read() itself reads there
  * (context readahead: that run and the folio). Bound per run:
  * sqrt(healthy * ra_pages), the geometric mean of healthy and one
  * read-around (broken), which at read_ahead_kb 8192 on 4 KiB pages is
@@ -497,7 +497,7 @@ TEST_F(random_reader, strides)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){
 		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, &ra_btrfs_4k,
 		&ra_f2fs_4k, NULL
 	});

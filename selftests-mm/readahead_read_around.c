@@ -174,7 +174,7 @@ TEST_F(read_around, cold_in_order)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){
 		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_32k, &ra_xfs_64k,
 		&ra_btrfs_4k, &ra_f2fs_4k, NULL
 	});

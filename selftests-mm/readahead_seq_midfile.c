@@ -102,7 +102,7 @@ TEST_F(seq_midfile, in_order)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){
 		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, NULL
 	});
 	return test_harness_run(argc, argv);

@@ -344,7 +344,7 @@ TEST_F(sticky_miss, gup_after_random)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){
 		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, &ra_btrfs_4k,
 		&ra_f2fs_4k, NULL
 	});

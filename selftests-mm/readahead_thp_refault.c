@@ -157,6 +157,6 @@ TEST_F(thp_refault, pageout_then_fault)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){ &ra_xfs_4k, NULL });
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){ &ra_xfs_4k, NULL });
 	return test_harness_run(argc, argv);
 }

@@ -10,7 +10,7 @@
  * split by mprotect() (mprotect_split), beyond those of a control: the
  * same bytes read in order through one mapping, cold, on a fresh open
  * file. Bound: VMAs / 10 beyond the control. Broken: at least one more
- * per VMA, 10x the bound or more. Healthy: as many as the control, which
+ * per VMA, 10x the margin or more. Healthy: as many as the control, which
  * is 1 where a file fault runs under a per-VMA lock, and one per window
  * where it runs under mmap_lock (no ARCH_SUPPORTS_PER_VMA_LOCK):
  * there a fault that starts async readahead drops the lock, is retried,
@@ -209,7 +209,7 @@ TEST_F(vma_boundary, mprotect_split)
 int main(int argc, char **argv)
 {
 	/* The filesystems of every variant, shared by their tests */
-	ra_fs_init((const struct ra_fs_kind *const []){
+	ra_fs_init(argc, argv, (const struct ra_fs_kind *const []){
 		&ra_ext4_4k, &ra_xfs_4k, &ra_xfs_16k, &ra_xfs_64k, NULL
 	});
 	return test_harness_run(argc, argv);
