@@ -10,7 +10,7 @@
 #
 # usage:
 #- readahead
-#	mmap readahead: major faults of patterned reads of cold files
+#	mmap readahead: major faults and pages read by patterned faults on cold files
 #
 # run:
 CATEGORY="readahead" run_test ./readahead_advice

@@ -164,7 +164,7 @@ add_block_after() {
 only64='The readahead tests make 2 GiB loop images and map GiBs: 64-bit only.'
 arch64='arm64 mips64 parisc64 powerpc riscv64 s390x sparc64 x86_64 s390'
 if [ -n "$ours" ]; then
-	cg_bins='READAHEAD_CGROUP_BINS := $(READAHEAD_CGROUP_TESTS:%=$(OUTPUT)/%)'
+	cg_bins='READAHEAD_CGROUP_BINS := $(patsubst %,$(OUTPUT)/%,$(READAHEAD_CGROUP_TESTS))'
 	# The lists, before the TEST_PROGS block; the cgroup list once a test
 	# of it is in.
 	grep -q '^TEST_GEN_FILES += \$(READAHEAD_TESTS)' "$mk" ||
@@ -203,7 +203,8 @@ if [ -n "$ours" ]; then
 			'$(READAHEAD_CGROUP_BINS): CFLAGS += -I$(selfdir)/cgroup/lib/include' "$mk"
 		add_after_last '^\$\(READAHEAD_CGROUP_BINS\): CFLAGS' \
 			'$(READAHEAD_CGROUP_BINS): ra_cgroup.c $(selfdir)/cgroup/lib/cgroup_util.c' "$mk"
-		add_after_last '^LOCAL_HDRS \+= ' 'LOCAL_HDRS += $(selfdir)/mm/ra_cgroup.h' "$mk"
+		add_after_last '^LOCAL_HDRS \+= ' \
+			'LOCAL_HDRS += $(selfdir)/mm/ra_cgroup.h $(selfdir)/cgroup/lib/include/cgroup_util.h' "$mk"
 	fi
 fi
 

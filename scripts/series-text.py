@@ -83,7 +83,8 @@ def reflow(lines):
             item.append(line[2:].strip())
         elif item and re.match(r'  \S', line):
             item.append(line.strip())
-        elif line[0] in ' \t' or re.search(r'[|<>^]-*|  \S', line.strip()):
+        elif line[0] in ' \t' or re.search(r'[|^]|<-|->|-{3}|  \S',
+                                            line.strip()):
             flush()
             out.append(line.expandtabs(8))
         else:
@@ -167,15 +168,29 @@ def machines(cols):
 
 def released(cases, rows, cols):
     """The released x86-64 kernel series (Debian's) where a case fails,
-    each with the tests that fail there: "6.1 (madv_random)"."""
-    out = []
+    those that fail the same tests as one: "6.1 to 6.12 (madv_random)",
+    "every test" where all fail."""
+    runs, gap = [], False
+    names = {k.split('.')[-1] for k in cases}
     for c in cols:
         m = re.match(r'^debian-(\d+\.\d+)$', c)
         bad = sorted({k.split('.')[-1] for k in cases
                       if rows[k].get(c) == 'FAIL'})
-        if m and bad:
-            out.append('%s (%s)' % (m.group(1), ', '.join(bad)))
-    return out
+        if not m:
+            continue
+        if not bad:
+            gap = True
+            continue
+        if runs and runs[-1][3] == bad and not gap:
+            runs[-1][1:3] = [m.group(1), runs[-1][2] + 1]
+        else:
+            runs.append([m.group(1), m.group(1), 1, bad])
+        gap = False
+    return ['%s%s (%s)' % (a, '' if n == 1 else (' and ' if n == 2 else
+                                                 ' to ') + b,
+                           'every test' if set(bad) == names and
+                           len(names) > 1 else ', '.join(bad))
+            for a, b, n, bad in runs]
 
 
 def subject_of(patch):
@@ -356,7 +371,9 @@ that judge what a program sees: the major faults a pattern of faults
 takes on a cold file, and the pages it reads that it never asked for.
 The Makefile and run_vmtests.sh name each test, as they do mm's others;
 "make run_tests" and KernelCI run the category through
-ksft_readahead.sh in TEST_PROGS.
+ksft_readahead.sh in TEST_PROGS. The tests are built and run where the
+address space is 64-bit, as va_high_addr_switch is: they make 2 GiB
+loop images and map files of GiBs.
 MAINTAINERS gets lines for the category's files under PAGE CACHE, whose
 code the tests exercise.
 
@@ -396,8 +413,9 @@ takes one major fault per window. vma_boundary bounds its walks beyond
 a control (the same bytes read through one mapping), which counts the
 same retries; the walk also counts the pages it found missing from the
 page cache as it reached them (mincore() just before each touch), which
-no retry adds to, and tests that bound a walk without a control bound
-those: none fails on 6.1 for it.
+no retry adds to: tests whose bound such a retry per window could
+cross (advice.madv_hugepage_forward) bound those pages instead.
+No test fails on 6.1 because of the retries.
 
 Cases take the harness's default timeout (30 s); the few whose slowest
 run in QEMU under TCG is over 3 s have ten times that run, so that a
@@ -465,6 +483,10 @@ def test_changelog(name, series):
     title = comment[0].rstrip('.') if comment else name
     notes = []
     cases = sp.cases_of(name, rows)
+    if series == sp.FIRST:
+        # Its btrfs and f2fs cases come in the series' last patch.
+        cases = [c for c in cases if not re.search(
+            r'\.(%s)_' % '|'.join(sp.MORE_FS_TYPES), c)]
     if sp.patched(name):
         subject = 'selftests/mm: %s: add %s cases' % (name,
                                                       sp.fixture_of(name))
@@ -659,8 +681,9 @@ REVIEW_NOTES = [
     'Outcomes, not geometry: exec_mapping.stays_in_vma and the eof '
     'tests bound pages read that no fault asked for (past the VMA, past '
     'EOF beyond the min folio), advice.madv_hugepage_2m the page cache '
-    'one fault fills (at most four 2 MiB folios) and, where the PMD is '
-    '2 MiB, that the fault is PMD-mapped; random_reader.restart_costs '
+    'one fault fills (at most four 2 MiB folios: a kernel that reads '
+    'by the PMD, 512 MiB on arm64 with 64 KiB pages, fails it) and, '
+    'where the PMD is 2 MiB, that the fault is PMD-mapped; random_reader.restart_costs '
     'bounds the pages read for patterns any restart of readahead past '
     'MMAP_LOTSAMISS must not mistake for an in-order reader. 7.3 passes '
     'all of them; the bounds sit between 7.3\'s figure and that of a '
@@ -675,6 +698,24 @@ REVIEW_NOTES = [
     'arrive with more than that user needs (ra_walk_pages()\'s backward '
     'walk, first used by window; ra_cached_pages() without a mapping), '
     'so that no later patch rewrites a helper an earlier one added.',
+    'advice keeps a variant field for the largest folio a filesystem '
+    'builds (max_folio) and skips its 2 MiB cases where that is smaller; '
+    'ext4 and XFS leave it 0, the last patch\'s btrfs and f2fs are the '
+    'first to set it (in their 4096-byte blocks: 64 for btrfs, one for '
+    'f2fs, which mounts on 4 KiB pages only).',
+    'Where a filesystem builds no large folio for the file at all (ext4 '
+    'on 6.1 and 6.12), the MADV_HUGEPAGE cases fail: a test cannot tell '
+    'that from a kernel whose readahead stopped building them, and a '
+    'program sees the same; their changelog names those releases.',
+    'vma_boundary\'s margin, a tenth of the VMAs beyond the control, held '
+    'on every healthy kernel and machine the series ran on (x86-64, '
+    'arm64 with 4, 16 and 64 KiB pages, ppc64le with 64 KiB pages): '
+    'healthy walks took as many faults as the control, broken ones at '
+    'least one more per VMA.',
+    'The cgroups of killed tests are removed in the main process\'s '
+    'exit with a bounded retry (a second), not cgroup_util\'s '
+    'cg_destroy(), which retries without bound where no harness timeout '
+    'would end it.',
 ]
 
 
