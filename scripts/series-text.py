@@ -630,6 +630,16 @@ or one test: cd tools/testing/selftests/mm && ./readahead_<name>
 
 # The cover letters of the series of PINNED tests (series_plan.py).
 PINNED_COVERS = {
+    'exec-read-around': (
+        'selftests/mm: readahead: the VM_EXEC read-around',
+        'A fault on a PROT_EXEC mapping takes a read-around of its own in '
+        'do_sync_mmap_readahead(): program text is read at random, so it '
+        'neither counts against mmap_miss nor follows MADV_RANDOM, and it '
+        'reads from the faulting folio forwards, no further than the VMA. '
+        'These tests pin those rules, which live in the code\'s comments '
+        'rather than in a promise to programs, so they are posted apart '
+        'from the readahead tests, on top of them; each names the comment '
+        'it relies on.'),
     'mmap-miss-gates': (
         'selftests/mm: readahead: what counts as an mmap hit past '
         'MMAP_LOTSAMISS',
@@ -678,9 +688,9 @@ REVIEW_NOTES = [
     'Harness timeouts are the default 30 s, or ten times a case\'s '
     'slowest run under TCG where that is longer, so that emulated debug '
     'kernels (KASAN, lockdep under TCG) finish every case.',
-    'Outcomes, not geometry: exec_mapping.stays_in_vma and the eof '
-    'tests bound pages read that no fault asked for (past the VMA, past '
-    'EOF beyond the min folio), advice.madv_hugepage_2m the page cache '
+    'Outcomes, not geometry: the eof tests bound pages read that no '
+    'fault asked for (past EOF beyond the min folio), '
+    'advice.madv_hugepage_2m the page cache '
     'one fault fills (at most four 2 MiB folios: a kernel that reads '
     'by the PMD, 512 MiB on arm64 with 64 KiB pages, fails it) and, '
     'where the PMD is 2 MiB, that the fault is PMD-mapped; random_reader.restart_costs '

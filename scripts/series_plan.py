@@ -49,7 +49,8 @@ LEADER = 'readahead_vma_boundary'
 # Tests that pin a rule of the kernel's code rather than a promise to
 # programs, each named in its header: series of their own, on the first,
 # without a kernel change, after the fixes.
-PINNED = {'readahead_exec_random': 'exec-read-around-random',
+PINNED = {'readahead_exec_mapping': 'exec-read-around',
+          'readahead_exec_random': 'exec-read-around',
           'readahead_thp_refault': 'mmap-miss-gates',
           'readahead_thrash_locked': 'mmap-miss-gates',
           'readahead_thrash_workingset': 'mmap-miss-gates'}

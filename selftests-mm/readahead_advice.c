@@ -363,6 +363,36 @@ static bool no_2m_folio(struct __test_metadata *_metadata, struct ra_fs *fs,
 }
 
 /*
+ * The control of a PMD check that failed: drop the 2 MiB at @off of @fd,
+ * compact memory, fault it again through a MADV_HUGEPAGE mapping of its
+ * own. Return: whether that fault is PMD-mapped; if not, memory is too
+ * fragmented for readahead's __GFP_NORETRY 2 MiB folios, or the kernel
+ * maps none (the PMD of this machine is 2 MiB).
+ */
+static bool pmd_control(int fd, char *map, size_t off)
+{
+	size_t thp = RA_THP_FOLIO_MAX;
+	int c = open("/proc/sys/vm/compact_memory", O_WRONLY | O_CLOEXEC);
+	bool ret = false;
+	char *ctl;
+
+	ra_drop_range(fd, map, off, thp);
+	if (c >= 0 && write(c, "1", 1) != 1)
+		ksft_print_msg("compact_memory: %s\n", strerror(errno));
+	if (c >= 0)
+		close(c);
+	ctl = ra_map_pmd_aligned(fd, off, thp, thp);
+	if (ctl == MAP_FAILED)
+		return false;
+	if (!madvise(ctl, thp, MADV_HUGEPAGE)) {
+		FORCE_READ(*ctl);
+		ret = check_huge_file(ctl, thp, 1, thp);
+	}
+	munmap(ctl, thp);
+	return ret;
+}
+
+/*
  * MADV_HUGEPAGE: where the PMD is 2 MiB, the fault is mapped by a PMD
  * (FilePmdMapped); wherever it is, the fault caches no more than a few
  * 2 MiB folios (RA_THP_FOLIO_MAX): where the PMD is larger (32 MiB on
@@ -371,13 +401,14 @@ static bool no_2m_folio(struct __test_metadata *_metadata, struct ra_fs *fs,
  * cached in the file, and on a 2 MiB PMD, the fault PMD-mapped. Healthy:
  * 2 folios, PMD-mapped. Broken: two folios of the mapping's largest
  * order, 16 MiB (ext4 on 64 KiB pages) to 256 MiB (XFS there), 2x over
- * or more; a small folio, not PMD-mapped.
+ * or more; a small folio, not PMD-mapped, even when faulted again after
+ * compaction (pmd_control()).
  */
 TEST_F(advice, madv_hugepage_2m)
 {
 	size_t ps = self->fs.page_size, thp = RA_THP_FOLIO_MAX;
 	unsigned long pmd = read_pmd_pagesize();
-	long cached;
+	long cached, small;
 	int ret;
 
 	if (!pmd)
@@ -401,12 +432,14 @@ TEST_F(advice, madv_hugepage_2m)
 			 "pages cached", 4 * thp / ps,
 			 "forced THP readahead folios not capped at 2 MiB",
 			 "PMD %lu bytes", pmd);
-	if (pmd == thp)
-		RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, PMD-mapped",
-				 !check_huge_file(self->map, self->size, 1, thp),
-				 "not PMD-mapped", 0,
-				 "no forced THP readahead, a small folio",
-				 "PMD %lu bytes", pmd);
+	if (pmd != thp)
+		return;
+	/* The 2 MiB folio of the fault, [130 MiB, 132 MiB) */
+	small = !check_huge_file(self->map, self->size, 1, thp) &&
+		!pmd_control(self->fd, self->map, (128UL << 20) + thp);
+	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE fault, PMD-mapped", small,
+			 "not PMD-mapped", 0, "no forced THP readahead, a small folio",
+			 "PMD %lu bytes, also after compaction", pmd);
 }
 
 /*
@@ -584,8 +617,9 @@ TEST_F(advice, madv_normal_after_random)
  * 5. Healthy: 1, 5x under. Broken (the pair read unmarked): one per
  * pair, 32, 6x over. Where the PMD is 2 MiB, the last 16 MiB of the
  * walk must then be PMD-mapped: broken (async readahead falling back to
- * folios of read_ahead_kb), they are not (nor where the filesystem builds
- * no large folio). Under PR_SET_THP_DISABLE nothing is PMD-mapped: a skip.
+ * folios of read_ahead_kb), they are not; where a fault's own 2 MiB is not
+ * either, after compaction (pmd_control(): fragmented memory, or no large
+ * folio in this filesystem), a skip. Under PR_SET_THP_DISABLE too.
  */
 TEST_F(advice, madv_hugepage_forward)
 {
@@ -636,6 +670,8 @@ TEST_F(advice, madv_hugepage_forward)
 	small = !check_huge_file(tail, THP_TAIL, THP_TAIL / RA_THP_FOLIO_MAX,
 				 RA_THP_FOLIO_MAX);
 	munmap(tail, THP_TAIL);
+	if (small && !pmd_control(self->fd, self->map, 0))
+		SKIP(return, "no fault is PMD-mapped after compaction: nothing to judge");
 	RA_EXPECT_FIGURE(&self->fs, "MADV_HUGEPAGE in-order walk, its last 16 MiB",
 			 small, "not all PMD-mapped", 0,
 			 "async readahead after forced THP readahead falls back to folios of read_ahead_kb",

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Exec mappings: read-around must keep running for a PROT_EXEC mapping
- * after random faults, whatever mmap_miss says, and never read past the
- * VMA (stays_in_vma, whose bound is told with it).
+ * Exec mappings, by the rules of do_sync_mmap_readahead()'s VM_EXEC
+ * branch (its comments): read-around keeps running after random faults,
+ * whatever mmap_miss says, and never reads past the VMA (stays_in_vma).
  * Program text is read at random, so a VM_EXEC fault neither adds to nor
  * takes from file->f_ra.mmap_miss and reads from the faulting folio up to
  * ra_pages forwards. A kernel that gates VM_EXEC faults by mmap_miss
