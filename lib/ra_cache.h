@@ -52,7 +52,7 @@ void ra_drop_range(int fd, const char *map, size_t off, size_t len);
 
 #ifdef __KSELFTEST_HARNESS_H
 /**
- * RA_EXPECT_FIGURE() - print a figure in the format tools parse, check its bound
+ * RA_EXPECT_FIGURE() - print a figure, its bound and units in one format, check it
  * @fs: filesystem the figure was measured on (ra_pages open-coded: tests
  *	name locals ra_pages)
  * @what: what was measured

@@ -606,11 +606,10 @@ or the pages it brings into the page cache (cachestat(), mincore()).
 Every bound follows from the mechanism (ra_pages, folio size, region
 size) and from the figures of healthy and broken kernels, which the
 changelogs give where a kernel was seen to break the rule; no verdict
-depends on timing, but a hang, which only the harness's timeout shows
-(and a bounded wait for threads to sleep on a locked folio, a skip when
-they do not). A walk stops once
-its bound is passed, so that a broken kernel takes no longer than a
-healthy one. Each test prints its figure, the bound, ra_pages and the
+depends on timing, but a hang, which only the harness's timeout shows.
+A walk stops once its bound is passed, so that a broken kernel takes no
+longer than a healthy one (READAHEAD_FULL_RUN=1 in the environment lets
+it run to its end, for whole figures). Each test prints its figure, the bound, ra_pages and the
 folio size, and on failure the mechanism it suspects."""
 
 RUN = """\
@@ -652,7 +651,9 @@ PINNED_COVERS = {
         'documented promise, so they are posted apart from the readahead '
         'tests, on top of them; each names the line it pins and why. The '
         'thrash tests need cgroup v2 with the memory or io controller at '
-        'the root and skip otherwise.'),
+        'the root and skip otherwise; thrash_locked waits, bounded, for '
+        'its threads to sleep on the locked folio, and skips when they do '
+        'not.'),
 }
 
 # What the first series answers to questions its tests raise.
@@ -660,9 +661,13 @@ REVIEW_NOTES = [
     'Rules the tests pin that are not documented: the two folios of forced '
     'THP '
     'readahead and their 2 MiB cap (comments there, the cap since 7.3), '
-    'MMAP_LOTSAMISS (100, copied: there is no interface; the random '
-    'phases that pass it by 10 fail if it grows past 110, and their '
-    'failure lines name it). Each test\'s header names the comment it '
+    'MMAP_LOTSAMISS (100, copied: there is no interface). random_reader '
+    'passes it by 10, not three times as the others do: a kernel that '
+    'counts a hit for each fault-around or retried fault takes the '
+    'counter back under the limit after 10 hits and reads around again '
+    'within the measured runs, where after a warm-up of 300 it would '
+    'need 200 such hits first; the failure line names the constant, '
+    'which the test must follow if it grows past 110. Each test\'s header names the comment it '
     'relies on, its failure line the commit whose guard it found broken; '
     'kernel history stays in the changelogs.',
     'A filesystem per kind of filesystem (loop device over tmpfs, mkfs, '
@@ -680,7 +685,8 @@ REVIEW_NOTES = [
     'A kind whose block is larger than the page skips when it does not '
     'mount (with the mount\'s error): a kernel without large block sizes '
     'refuses it, and the test cannot tell that from a defect; on 7.3 '
-    'every variant mounts on every page size the suite ran on.',
+    'every ext4 and XFS variant mounts on every page size the suite ran '
+    'on.',
     'A new file is checked to be out of the page cache before a test '
     'uses it, with a sync and short retries: DONTNEED leaves a folio '
     'under read or held by reclaim for a moment, and a figure measured on '

@@ -454,7 +454,7 @@ TEST_F(advice, madv_hugepage_2m)
  * 3 * MMAP_LOTSAMISS random faults through a plain one. Bound:
  * sqrt(windows * folios) of the walk, 45 (64 KiB folios) to 181 (4 KiB).
  * Healthy: 1 to 4, one per window where a mid-file VM_SEQ_READ miss
- * sets no PG_readahead (seq_midfile's defect), 11x
+ * sets no PG_readahead (7.3 does not mark it), 11x
  * under or more. Broken (the advice gated by mmap_miss): one per folio,
  * 512 to 8192, 11x over or more.
  */
