@@ -20,8 +20,9 @@
 #   - Makefile: the lib's headers in LOCAL_HDRS; before the TEST_PROGS
 #     lines, each test installed named in READAHEAD_TESTS, or in
 #     READAHEAD_CGROUP_TESTS when it includes ra_cgroup.h (thrash), at its
-#     sorted place; both go into TEST_GEN_FILES where ARCH is 64-bit (as
-#     va_high_addr_switch does: 2 GiB loop images, mappings of GiBs).
+#     sorted place; both go into TEST_GEN_FILES where ARCH can be 64-bit
+#     (2 GiB loop images, mappings of GiBs; x86 and riscv included, as
+#     for memfd_secret, and run_vmtests.sh runs them under VADDR64).
 #     After the LDLIBS lines of the other tests, one rule
 #     links every readahead test with the lib's other .c files,
 #     and, once a cgroup test is installed, one more links those with
@@ -159,10 +160,11 @@ add_block_after() {
 		"$3" | update "$3"
 }
 
-# What the readahead tests need, and where mm's Makefile builds its tests
-# that need a 64-bit address space.
+# What the readahead tests need, and the ARCH names of 64-bit machines
+# (the kernel's top Makefile exports x86 and riscv for both widths;
+# run_vmtests.sh runs them where uname says 64-bit, VADDR64).
 only64='The readahead tests make 2 GiB loop images and map GiBs: 64-bit only.'
-arch64='arm64 mips64 parisc64 powerpc riscv64 s390x sparc64 x86_64 s390'
+arch64='arm64 mips64 parisc64 powerpc riscv riscv64 s390x sparc64 x86 x86_64 s390'
 if [ -n "$ours" ]; then
 	cg_bins='READAHEAD_CGROUP_BINS := $(patsubst %,$(OUTPUT)/%,$(READAHEAD_CGROUP_TESTS))'
 	# The lists, before the TEST_PROGS block; the cgroup list once a test

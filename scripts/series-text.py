@@ -371,9 +371,9 @@ that judge what a program sees: the major faults a pattern of faults
 takes on a cold file, and the pages it reads that it never asked for.
 The Makefile and run_vmtests.sh name each test, as they do mm's others;
 "make run_tests" and KernelCI run the category through
-ksft_readahead.sh in TEST_PROGS. The tests are built and run where the
-address space is 64-bit, as va_high_addr_switch is: they make 2 GiB
-loop images and map files of GiBs.
+ksft_readahead.sh in TEST_PROGS. The tests are built where ARCH can be
+64-bit and run where it is (VADDR64): they make 2 GiB loop images and
+map files of GiBs.
 MAINTAINERS gets lines for the category's files under PAGE CACHE, whose
 code the tests exercise.
 
@@ -719,10 +719,15 @@ REVIEW_NOTES = [
     'ext4 and XFS leave it 0, the last patch\'s btrfs and f2fs are the '
     'first to set it (in their 4096-byte blocks: 64 for btrfs, one for '
     'f2fs, which mounts on 4 KiB pages only).',
-    'Where a filesystem builds no large folio for the file at all (ext4 '
-    'on 6.1 and 6.12), the MADV_HUGEPAGE cases fail: a test cannot tell '
-    'that from a kernel whose readahead stopped building them, and a '
-    'program sees the same; their changelog names those releases.',
+    'A PMD check that fails gets a control: the same 2 MiB dropped, '
+    'memory compacted, faulted again through a mapping of its own. '
+    'madv_hugepage_forward skips where that fault is not PMD-mapped '
+    'either (memory too fragmented for readahead\'s __GFP_NORETRY '
+    'folios, or a filesystem without large folios, ext4 on 6.12); '
+    'madv_hugepage_2m, whose check is that very fault, skips only where '
+    'an anonymous MADV_HUGEPAGE fault gets no THP either (fragmented '
+    'memory), and fails on ext4 without large folios, as a program sees '
+    'no PMD there.',
     'vma_boundary\'s margin, a tenth of the VMAs beyond the control, held '
     'on every healthy kernel and machine the series ran on (x86-64, '
     'arm64 with 4, 16 and 64 KiB pages, ppc64le with 64 KiB pages): '

@@ -146,7 +146,7 @@ TEST_F(memory_limit, in_order)
 			 WIFSIGNALED(status) ? WTERMSIG(status) :
 			 WEXITSTATUS(status));
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
-		TH_LOG("the reader did not read to the end");
+		TH_LOG("the reader did not read to the end; suspected: %s", SUSPECT);
 }
 
 int main(int argc, char **argv)
