@@ -733,6 +733,11 @@ REVIEW_NOTES = [
     'arm64 with 4, 16 and 64 KiB pages, ppc64le with 64 KiB pages): '
     'healthy walks took as many faults as the control, broken ones at '
     'least one more per VMA.',
+    'The Makefile builds the tests where ARCH can be 64-bit: the '
+    'kernel\'s top Makefile exports x86 and riscv for both widths, as '
+    'memfd_secret\'s filter knows; run_vmtests.sh runs them only where '
+    'the machine is 64-bit (VADDR64), where their 2 GiB images and '
+    'mappings fit.',
     'The cgroups of killed tests are removed in the main process\'s '
     'exit with a bounded retry (a second), not cgroup_util\'s '
     'cg_destroy(), which retries without bound where no harness timeout '
