@@ -29,7 +29,8 @@
 #                        validation/patches), against verdicts/expected.tsv
 #   make debug-check [DEBUG_ARGS="--keep DIR"]
 #                        the fixes (v7.3+fixes) on a kernel with lockdep,
-#                        DEBUG_VM and KASAN, in QEMU: the suite, then
+#                        DEBUG_VM and KASAN and on one with KCSAN, in
+#                        QEMU: the suite, then
 #                        stress-ng's mmap, readahead and madvise stressors
 #                        on ext4 and XFS; passes on a clean console and
 #                        stress-ng ok: validation/DEBUG-RESULTS.txt

@@ -294,7 +294,7 @@ if [ "$full" = 1 ]; then
 	else
 		fail "validation patches"; tail -5 "$work/patches.log"
 	fi
-	for arch in x86 arm64-64k x86-debug; do
+	for arch in x86 arm64-64k x86-debug x86-kcsan; do
 		if validation/build-kernel.sh --arch $arch --check-config > "$work/config.log" 2>&1; then
 			pass "validation kernel config ($arch) has every needed option"
 		else

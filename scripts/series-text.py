@@ -256,6 +256,15 @@ BREAKAGE = {
         'VMA',
     'madv-random-no-exec.patch':
         'MADV_RANDOM stops the VM_EXEC read-around too',
+    'mmap-miss-weight.patch': '',
+    'restart-v4.patch':
+        'past MMAP_LOTSAMISS, readahead restarted from the pages cached '
+        'below a fault whoever cached them, so that a random reader of a '
+        'partly cached file reads what another opener cached as its own '
+        'stream',
+    'thp-lotsamiss-v2.patch':
+        'past MMAP_LOTSAMISS, a MADV_HUGEPAGE fault whose PMD-sized folio '
+        'fails its memcg charge reads the whole PMD range in small folios',
     'thp-lotsamiss-v1.patch':
         'past MMAP_LOTSAMISS, a MADV_HUGEPAGE fault on a page reclaim '
         'evicted reads a PMD-sized folio again, under the memory pressure '
@@ -296,8 +305,9 @@ BREAKAGE = {
 
 def breakage_of(patch):
     """What a kernel with @patch does wrong, for a test's changelog."""
-    return BREAKAGE.get(patch) or re.sub(r' \(v\d+\)$', '',
-                                         subject_of(patch))
+    if patch in BREAKAGE:
+        return BREAKAGE[patch]
+    return re.sub(r' \(v\d+\)$', '', subject_of(patch))
 
 
 def figure_table(cases, good_cols, bad_cols):
@@ -549,7 +559,7 @@ def test_changelog(name, series):
             own = [ptch for ptch in confs.get(c, []) if ptch not in fixed]
             for ptch in own or confs.get(c, []):
                 what = breakage_of(ptch)
-                if what not in changes:
+                if what and what not in changes:
                     changes.append(what)
         old = released(cases, rows, cols)
         if old:
@@ -643,11 +653,13 @@ PINNED_COVERS = {
         'selftests/mm: readahead: what counts as an mmap hit past '
         'MMAP_LOTSAMISS',
         'Once a file is read at random (mmap_miss past MMAP_LOTSAMISS), '
-        'the fault path reads one folio per fault. These tests pin three '
+        'the fault path reads one folio per fault. These tests pin four '
         'conditions that keep it so: a fault that waited on a folio '
         'another fault was reading is no hit, fault-around over refaulted '
-        'workingset folios is no hit, and forced THP readahead after a '
-        'refault reads a small folio. Each is a line of code rather than a '
+        'workingset folios is no hit, forced THP readahead after a '
+        'refault reads a small folio, and a MADV_HUGEPAGE fault whose '
+        'PMD-sized folio a memory cgroup cannot charge reads the small '
+        'folio it needs, not the PMD range. Each is a line of code rather than a '
         'documented promise, so they are posted apart from the readahead '
         'tests, on top of them; each names the line it pins and why. The '
         'thrash tests need cgroup v2 with the memory or io controller at '

@@ -30,7 +30,9 @@ first (it comes with the category), unless it pins a rule of the code
 (PINNED: a series of its own after the fixes). Otherwise it goes with
 the fix whose columns (v7.3+<fix>, v7.3-arm64-64k+<fix>) pass all its
 cases: the fixes are the configurations whose patches are all on the
-v7.3+fixes line, in that line's order. A skip counts as a pass on a fix
+v7.3+fixes line, in that line's order, then those of CHANGES; fixes
+whose first patch is the same make one series, with the longer list of
+patches (a patch built on another's helper). A skip counts as a pass on a fix
 column only where the pristine column of the same machine skips too
 (the hardware, not the fix). A test that no fix makes pass is reported
 and left out. mm's own tests with our cases (selftests-mm/*.patch) are
@@ -54,6 +56,10 @@ PINNED = {'readahead_exec_mapping': 'exec-read-around',
           'readahead_thp_refault': 'mmap-miss-gates',
           'readahead_thrash_locked': 'mmap-miss-gates',
           'readahead_thrash_workingset': 'mmap-miss-gates'}
+
+# Kernel changes of behaviour, not fixes: never on the v7.3+fixes line,
+# each posted as a series of its own after the fixes, with its tests.
+CHANGES = ['fadv-random-mmap.patch']
 
 # The filesystems after ext4 and XFS: what only their kinds use (names in
 # lib/ and the tests, the header only they need, their config options).
@@ -100,9 +106,9 @@ def configurations():
 def fixes():
     """[(fix column, [patch, ...])] in the order of the v7.3+fixes line."""
     confs = configurations()
-    every = dict(confs).get('v7.3+fixes', [])
+    every = dict(confs).get('v7.3+fixes', []) + CHANGES
     found = [(c, p) for c, p in confs
-             if c != 'v7.3+fixes' and p and set(p) <= set(every)]
+             if not c.startswith('v7.3+fixes') and p and set(p) <= set(every)]
     return sorted(found, key=lambda cp: every.index(cp[1][0]))
 
 
@@ -207,7 +213,15 @@ def plan():
     first.sort(key=lambda t: (t[0] != LEADER, t[0]))
     out = [(FIRST, None, [], first)]
     for f, patches in fx:
-        if per_fix[f]:
+        if not per_fix[f]:
+            continue
+        if out[-1][0] == series_name(f):
+            # One series: the longer patch list, its column, both tests.
+            _, g, more, tests = out[-1]
+            if len(patches) < len(more):
+                f, patches = g, more
+            out[-1] = (series_name(f), f, patches, tests + per_fix[f])
+        else:
             out.append((series_name(f), f, patches, per_fix[f]))
     out += [(n, None, [], t) for n, t in sorted(pinned.items())]
     return out + own, problems

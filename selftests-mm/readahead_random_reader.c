@@ -6,12 +6,12 @@
  * The gate in do_sync_mmap_readahead() fails open when fault-around or
  * retried faults count as mmap hits (the counter stays near zero), when
  * it is missing, or when hits on what a readahead restart read for short
- * in-order runs take the counter back under the limit. Each test is an
- * access pattern (restart_costs four of them), measured at read_ahead_kb
- * 128 and 8192 on a fresh open after a warm-up past the limit: pages
- * brought into the page cache per run. Healthy: the folios a run
- * touches; after pages another file read(), what read() itself reads there
- * (context readahead: that run and the folio). Bound per run:
+ * in-order runs take the counter back under the limit; and a restart
+ * must not take pages another opener cached for a stream of this reader
+ * (after_cached_runs). Each test is an access pattern (restart_costs and
+ * after_cached_runs several), measured at read_ahead_kb 128 and 8192 on
+ * a fresh open after a warm-up past the limit: pages brought into the
+ * page cache per run. Healthy: the folios a run touches. Bound per run:
  * sqrt(healthy * ra_pages), the geometric mean of healthy and one
  * read-around (broken), which at read_ahead_kb 8192 on 4 KiB pages is
  * 45x healthy for single pages, 16x for runs of 8, 11x for 16 and 8x for
@@ -37,7 +37,6 @@
 #define STRIDE_ACCESSES	50
 #define CACHED_EVERY	3	/* after_cached: every third folio cached */
 #define CACHED_RUN	4	/* after_cached: accesses per slot */
-#define READ_BEFORE_KB	128	/* after_read: what read() caches below */
 #define FOLIO_ALIGN	(2UL << 20)	/* no page cache folio here is larger */
 #define JUDGE_RUNS	16	/* healthy runs a judged window holds */
 #define FMT_NOT_JUDGED \
@@ -46,6 +45,8 @@
 	"%ld runs%s, %ld.%02ld pages per run, bound %lu per run (healthy %lu); warm-up %ld major faults"
 #define SUSPECT \
 	"random faults past MMAP_LOTSAMISS still read around (mmap_miss back at or under the limit, or no mmap_miss gate, or MMAP_LOTSAMISS raised past the warm-up's 110 faults); kernels before 0b9c0aeba938 (7.2) fail by design: fault-around hits keep mmap_miss low"
+#define SUSPECT_TRACE \
+	"a readahead restart past MMAP_LOTSAMISS takes pages another opener cached for a stream of this mapping (do_sync_mmap_readahead()), or read-around is back (mmap_miss at or under the limit)"
 
 static const unsigned long stride_pages[] = { 1021, 1024, 2053, 4099 };
 
@@ -65,7 +66,7 @@ struct pattern {
 	unsigned int pages;	/* adjacent pages per access */
 	unsigned int accesses;	/* accesses per run, CACHED_EVERY folios apart */
 	bool after_cached;	/* each access on the folio after a cached one */
-	unsigned int read_before_kb;	/* KiB read() caches just below */
+	unsigned int cached_below;	/* pages another opener caches below */
 	enum measurement measure;
 };
 
@@ -101,15 +102,22 @@ static const struct pattern runs_of_32 = {
 };
 
 /*
- * Another opener read() READ_BEFORE_KB, a read() window at the default
- * read_ahead_kb, just below each access: the page cache shows a stream
- * this reader never made.
+ * Another opener caches a run of pages just below each access, as a file
+ * partly cached by other programs shows: the page cache holds a trace of
+ * a stream this reader never made. Past the limit 7.3 reads the folio;
+ * a restart that takes such a trace for this reader's own reads a
+ * window's worth of it per access.
  */
-static const struct pattern after_read = {
-	.name = "accesses just after pages another file read()",
-	.pages = 1, .accesses = 1, .after_cached = false,
-	.read_before_kb = READ_BEFORE_KB, .measure = IN_SLOTS,
-};
+#define CACHED_RUN_PATTERN(n) {						\
+	.name = "accesses just after " #n " pages another file cached",	\
+	.pages = 1, .accesses = 1, .after_cached = false,		\
+	.cached_below = n, .measure = IN_SLOTS,				\
+}
+
+static const struct pattern after_4_cached = CACHED_RUN_PATTERN(4);
+static const struct pattern after_16_cached = CACHED_RUN_PATTERN(16);
+static const struct pattern after_64_cached = CACHED_RUN_PATTERN(64);
+static const struct pattern after_256_cached = CACHED_RUN_PATTERN(256);
 
 static const struct pattern after_cached = {
 	.name = "accesses just after a cached folio",
@@ -136,7 +144,8 @@ struct reader {
 };
 
 /*
- * restart_costs walks four patterns: at least ten times its slowest run
+ * restart_costs and after_cached_runs walk three and four patterns: at
+ * least ten times their slowest run
  * in QEMU under TCG, past the harness's default of 30 s, so that a debug
  * kernel (KASAN, lockdep) under emulation has the time.
  */
@@ -258,6 +267,12 @@ static void warm_up(struct __test_metadata *_metadata,
  *             ^ a run of 1, 2 or 4 pages  ^ after_cached: 4 accesses,
  *               at a random folio in        each on the folio after one
  *               the middle half             cached through @fd_precache
+ *
+ *   slot
+ *   |-----ccccccccx--------------|
+ *         ^ cached_below: a run cached through @fd_precache, then one
+ *           access on the page after it (at least its length from the
+ *           slot's start)
  */
 static void measure_runs(struct __test_metadata *_metadata,
 			 struct reader *r, const struct pattern *p,
@@ -267,11 +282,11 @@ static void measure_runs(struct __test_metadata *_metadata,
 	size_t apart = CACHED_EVERY * folio;
 	unsigned int order[RUNS], seed = 777, i, j;
 	long limit = ra_limit(bound * RUNS);
-	size_t before_len = p->read_before_kb * 1024;
+	size_t below = (size_t)p->cached_below * ps;
 	char c, *buf = NULL;
 
-	if (before_len) {
-		buf = malloc(before_len);
+	if (below) {
+		buf = malloc(below);
 		ASSERT_NE(NULL, buf);
 	}
 
@@ -287,10 +302,12 @@ static void measure_runs(struct __test_metadata *_metadata,
 						   off + j * apart));
 			off += folio;
 		}
-		if (before_len)
-			ASSERT_EQ((ssize_t)before_len,
-				  pread(r->fd_precache, buf, before_len,
-					off - before_len));
+		if (below) {
+			if (off < base + below)
+				off = base + below;
+			ASSERT_EQ((ssize_t)below,
+				  pread(r->fd_precache, buf, below, off - below));
+		}
 		before = ra_cached_pages(r->fd, r->map, base, r->slot);
 		ASSERT_LE(0, before);
 		for (j = 0; j < p->accesses; j++)
@@ -350,17 +367,13 @@ static void measure_strides(struct __test_metadata *_metadata,
 	fig->stopped = s < ARRAY_SIZE(stride_pages) || i < STRIDE_ACCESSES;
 }
 
-/*
- * Pages a healthy kernel reads for one run of @p: the folios it touches,
- * and after pages another file read(), what read() itself would read
- * there (context readahead: the cached run and the folio asked for).
- */
+/* Pages a healthy kernel reads for one run of @p: the folios it touches. */
 static unsigned long healthy_pages(const struct pattern *p,
-				   unsigned long folio_pages, size_t page_size)
+				   unsigned long folio_pages)
 {
 	unsigned long access = p->pages > folio_pages ? p->pages : folio_pages;
 
-	return (access + p->read_before_kb * 1024 / page_size) * p->accesses;
+	return access * p->accesses;
 }
 
 /* Windows of one test: cheap, and wide enough to judge every pattern. */
@@ -375,7 +388,7 @@ static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 {
 	size_t ps = r->fs.page_size;
 	unsigned long folio_pages = ra_folio_size(&r->fs) / ps;
-	unsigned long healthy = healthy_pages(p, folio_pages, ps), bound;
+	unsigned long healthy = healthy_pages(p, folio_pages), bound;
 	unsigned long window = ra_kb * 1024 / ps;
 	struct figure fig = { 0 };
 	char what[96];
@@ -387,10 +400,19 @@ static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 	}
 	warm_up(_metadata, r, ra_kb, &fig);
 	bound = ra_isqrt(healthy * ra_pages(&r->fs));
-	/* A slot of 4 windows: a read-around never reaches the next slot. */
+	/*
+	 * A slot of 4 windows: a read-around never reaches the next slot.
+	 * It holds a cached run below each access, past the middle half
+	 * where a run is longer than a quarter slot.
+	 */
 	r->slot = SLOT_WINDOWS * ra_kb * 1024;
 	if (r->slot < FOLIO_ALIGN)
 		r->slot = FOLIO_ALIGN;
+	if (p->cached_below * ps > r->slot / 2) {
+		ksft_print_msg("%s, read_ahead_kb %lu: not judged by design, a run of %u pages fills half a slot\n",
+			       p->name, ra_kb, p->cached_below);
+		return false;
+	}
 
 	if (p->measure == STRIDE_WALKS)
 		measure_strides(_metadata, r, bound, &fig);
@@ -401,7 +423,8 @@ static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 	/* The bound is per run: all runs done, or those before the stop. */
 	snprintf(what, sizeof(what), "%s, read_ahead_kb %lu", p->name, ra_kb);
 	RA_EXPECT_FIGURE(&r->fs, what, fig.pages, "pages",
-			 (long)(bound * fig.runs), SUSPECT,
+			 (long)(bound * fig.runs),
+			 p->cached_below ? SUSPECT_TRACE : SUSPECT,
 			 FMT_RUNS, fig.runs, fig.stopped ? " (stopped early)" : "",
 			 fig.pages / fig.runs, fig.pages * 100 / fig.runs % 100,
 			 bound, healthy, fig.warm_majflt);
@@ -446,7 +469,7 @@ static void measure_patterns(struct __test_metadata *_metadata,
 	if (!judged)
 		SKIP(return, "not judged by design: no window holds %d runs of %lu pages",
 		     JUDGE_RUNS,
-		     healthy_pages(ps[0], ra_folio_size(&r->fs) / page, page));
+		     healthy_pages(ps[0], ra_folio_size(&r->fs) / page));
 }
 
 static void measure_pattern(struct __test_metadata *_metadata,
@@ -472,13 +495,27 @@ TEST_F(random_reader, runs_of_4)
 
 /*
  * What a readahead restart past the limit may cost a random reader: runs
- * of 8, 16 and 32 pages, and accesses just after pages another file
- * read(). One case, one filesystem for the four patterns.
+ * of 8, 16 and 32 pages. One case, one filesystem for the three patterns.
  */
 TEST_F_TIMEOUT(random_reader, restart_costs, RESTART_COSTS_TIMEOUT_S)
 {
 	static const struct pattern *const patterns[] = {
-		&runs_of_8, &runs_of_16, &runs_of_32, &after_read,
+		&runs_of_8, &runs_of_16, &runs_of_32,
+	};
+
+	measure_patterns(_metadata, &self->r, patterns, ARRAY_SIZE(patterns));
+}
+
+/*
+ * A random reader of a file partly cached by others: runs of 4, 16, 64
+ * and 256 pages another opener cached, one access just after each. The
+ * runs are not this reader's stream, so each access reads its folio.
+ */
+TEST_F_TIMEOUT(random_reader, after_cached_runs, RESTART_COSTS_TIMEOUT_S)
+{
+	static const struct pattern *const patterns[] = {
+		&after_4_cached, &after_16_cached, &after_64_cached,
+		&after_256_cached,
 	};
 
 	measure_patterns(_metadata, &self->r, patterns, ARRAY_SIZE(patterns));

@@ -7,7 +7,8 @@
 # that configuration's patches applied. x86_64 by default; arm64 with
 # 64 KiB pages (cross-compiled, kernel-arm64-64k.config merged last) with
 # --arch arm64-64k; x86_64 with the kernel's debug checkers (lockdep,
-# DEBUG_VM, KASAN: kernel-debug.config merged last) with --arch x86-debug.
+# DEBUG_VM, KASAN: kernel-debug.config merged last) with --arch x86-debug,
+# and with KCSAN (kernel-kcsan.config) with --arch x86-kcsan.
 #
 # Usage: build-kernel.sh [--arch ARCH] [COLUMN...]
 #                                         build (or reuse) each named
@@ -25,8 +26,9 @@
 #
 # ARCH is x86 (the default: ARCH=x86_64, bzImage), arm64-64k
 # (ARCH=arm64, CONFIG_ARM64_64K_PAGES, Image, for qemu-system-aarch64
-# -M virt) or x86-debug (x86's bzImage with kernel-debug.config, for
-# validation/debug-check.sh). Each ARCH has its own cache directory.
+# -M virt), x86-debug (x86's bzImage with kernel-debug.config, for
+# validation/debug-check.sh) or x86-kcsan (the same with
+# kernel-kcsan.config). Each ARCH has its own cache directory.
 #
 # One source tree, one object tree per ARCH. A configuration is built by
 # applying its patches to the tree, an incremental make, saving the image
@@ -85,15 +87,15 @@ arm64-64k)
 	image_src=arch/arm64/boot/Image
 	cache=$cache-$arch
 	;;
-x86-debug)
+x86-debug | x86-kcsan)
 	make_arch=(ARCH=x86_64)
-	fragments=("$fragment" "$here/kernel-debug.config")
+	fragments=("$fragment" "$here/kernel-${arch#x86-}.config")
 	image=bzImage
 	image_src=arch/x86/boot/bzImage
 	cache=$cache-$arch
 	;;
 *)
-	echo "$prog: unknown --arch '$arch' (x86, arm64-64k, x86-debug)" >&2
+	echo "$prog: unknown --arch '$arch' (x86, arm64-64k, x86-debug, x86-kcsan)" >&2
 	exit 2
 	;;
 esac
