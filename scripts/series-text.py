@@ -803,6 +803,11 @@ def cover(series):
                     '' if len(tests) == 1 else 's',
                     'it makes' if len(patches) == 1 else 'they make'))
         out.append(wrap(text))
+        # The figures behind the changelogs, as tables: <series>.cover
+        # beside the patches, as it is.
+        extra = os.path.join(TOP, 'validation', 'patches', name + '.cover')
+        if os.path.exists(extra):
+            out += ['', open(extra).read().rstrip('\n')]
     out += ['', 'What each test catches:', '']
     for t, v in tests:
         if sp.patched(t):

@@ -101,12 +101,12 @@ static const struct pattern runs_of_32 = {
 	.pages = 32, .accesses = 1, .after_cached = false, .measure = IN_SLOTS,
 };
 
+#define FMT_RUN_NOT_JUDGED \
+	"%s, read_ahead_kb %lu: not judged by design, a run of %u pages fills half a slot\n"
 /*
- * Another opener caches a run of pages just below each access, as a file
- * partly cached by other programs shows: the page cache holds a trace of
- * a stream this reader never made. Past the limit 7.3 reads the folio;
- * a restart that takes such a trace for this reader's own reads a
- * window's worth of it per access.
+ * Another opener caches a run just below each access (a file partly
+ * cached by others): a trace of a stream this reader never made. Past
+ * the limit 7.3 reads the folio, whatever the run.
  */
 #define CACHED_RUN_PATTERN(n) {						\
 	.name = "accesses just after " #n " pages another file cached",	\
@@ -409,8 +409,8 @@ static bool one_window(struct __test_metadata *_metadata, struct reader *r,
 	if (r->slot < FOLIO_ALIGN)
 		r->slot = FOLIO_ALIGN;
 	if (p->cached_below * ps > r->slot / 2) {
-		ksft_print_msg("%s, read_ahead_kb %lu: not judged by design, a run of %u pages fills half a slot\n",
-			       p->name, ra_kb, p->cached_below);
+		ksft_print_msg(FMT_RUN_NOT_JUDGED, p->name, ra_kb,
+			       p->cached_below);
 		return false;
 	}
 

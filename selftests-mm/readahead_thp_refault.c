@@ -110,7 +110,7 @@ FIXTURE_TEARDOWN(thp_refault)
  * Return: false when the test skipped.
  */
 static bool past_the_limit(struct __test_metadata *_metadata,
-			   FIXTURE_DATA(thp_refault) *self)
+			   FIXTURE_DATA(thp_refault) * self)
 {
 	size_t folio_pages = ra_folio_size(&self->fs) / self->fs.page_size;
 	size_t probe = SLOTS_OFF + RA_THP_FOLIO_MAX / 2;
