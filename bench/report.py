@@ -292,6 +292,8 @@ def sql_section(kernels, order):
 
 def write_chart(kernels, order, chart):
     """Two panels of clustered bars: MiB read and major faults."""
+    # read() jobs take no major faults: no panel of faults without any.
+    faults = any(r['majf'] for k in kernels for r in k['runs'].values())
     fd, data = tempfile.mkstemp(suffix='.dat')
     with os.fdopen(fd, 'w') as f:
         for key in order:
@@ -310,10 +312,14 @@ def write_chart(kernels, order, chart):
             parts.append(f"'{data}' using (${c} > 0 ? ${c} : 1/0){xt} title \"{title}\"")
         return 'plot ' + ', '.join(parts)
     width = max(1200, 60 * len(order) * max(n, 2) // 2 + 200)
+    faults_panel = f"""set ylabel 'major faults'
+set yrange [0.5:*]
+set title 'major faults (fio majf, log scale)'
+{plot(1)}""" if faults else ''
     script = f"""
-set terminal pngcairo size {width},1100 font ",10"
+set terminal pngcairo size {width},{1100 if faults else 550} font ",10"
 set output '{chart}'
-set multiplot layout 2,1
+set multiplot layout {2 if faults else 1},1
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
@@ -326,10 +332,7 @@ set bmargin 7
 set ylabel 'MiB read from the device'
 set title 'fio mmap workloads: MiB read from the loop device (log scale)'
 {plot(0)}
-set ylabel 'major faults'
-set yrange [0.5:*]
-set title 'major faults (fio majf, log scale)'
-{plot(1)}
+{faults_panel}
 unset multiplot
 """
     try:
