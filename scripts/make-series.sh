@@ -212,11 +212,14 @@ for s in "${names[@]:1}"; do
 		printf '%s\n' "$signoff" >> "$work/msg"
 		git commit -q -a -F "$work/msg"
 	done < <(series_patches "$s")
+	# Each test on those before it in the series, whose helpers stay.
+	added=()
 	while read -r t; do
+		added+=("$t")
 		if [ "$onto" = base ]; then
-			install "$t"
+			install "${added[@]}"
 		else
-			install "${first_tests[@]}" "$t"
+			install "${first_tests[@]}" "${added[@]}"
 		fi
 		commit test "$t" --series "$s"
 	done < <(series_tests "$s")
