@@ -19,7 +19,23 @@
  * folio. Forced THP readahead allocates with __GFP_NORETRY, so the
  * PMD-sized folio fails its charge; the fault must then read the folio it
  * needs, not the PMD range in small folios (as many as the cgroup's room
- * holds, where 7.3 reads one folio past the limit). Same bound.
+ * holds, where 7.3 reads one folio past the limit). Same bound. Not
+ * judged where a 2 MiB folio is so few pages that a CPU's memcg charge
+ * stock may hold it (64 KiB pages: enter_small_memcg()).
+ *
+ * Past the limit a kernel may still read the PMD-sized folio of a
+ * MADV_HUGEPAGE reader that walks from one PMD range into the next (a
+ * backward memmove(), readahead_descending.c); what it must not do is
+ * read more than 7.3 does for the program's other faults, each measured
+ * as pages read at the fault into the next range, healthy one folio,
+ * same bound:
+ * walk_memcg_limit: the walk goes on in a cgroup too small for a PMD
+ * folio, whose charge fails (as memcg_limit);
+ * walk_refault: the range walked into holds the shadow of a page reclaim
+ * evicted, a refault under pressure (as pageout_then_fault);
+ * straddling_reads: not a walk, reads of RECORD_FOLIOS folios at random
+ * that cross a PMD boundary; healthy the record's folios, broken a PMD
+ * range more, bound their geometric mean.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,6 +67,14 @@
 	"forced THP readahead past MMAP_LOTSAMISS falls back to small folios for the whole PMD range when the PMD-sized folio fails its memcg charge (page_cache_ra_order()'s fallback)"
 /* What the cgroup may charge past its use: half the largest THP folio. */
 #define MEMCG_ROOM	(RA_THP_FOLIO_MAX / 2)
+/* The most pages a memcg charge may take from a CPU's stock (memcontrol.h) */
+#define MEMCG_CHARGE_BATCH	64
+/* Folios of a straddling read, half of them each side of the boundary */
+#define RECORD_FOLIOS	8
+#define SUSPECT_WALK \
+	"a VM_HUGEPAGE fault past MMAP_LOTSAMISS that moves into the next PMD range reads it whole: its PMD folio falls back to small folios when the charge fails, or is read over a shadow (do_sync_mmap_readahead())"
+#define SUSPECT_STRADDLE \
+	"a random read across a PMD boundary passes for a walk past MMAP_LOTSAMISS and reads the PMD range above it (do_sync_mmap_readahead())"
 
 FIXTURE(thp_refault) {
 	struct ra_fs fs;
@@ -59,6 +83,11 @@ FIXTURE(thp_refault) {
 	char *map;
 	char *huge;		/* the slots, mapped with MADV_HUGEPAGE */
 	size_t size;
+	size_t thp_pages;	/* pages of a 2 MiB folio */
+	size_t folio_pages;	/* pages of a min-order folio */
+	long bound;		/* pages a fault may read: their geometric mean */
+	long read;		/* pages read by the measured faults */
+	long worst;		/* by the worst of them */
 };
 
 /*
@@ -117,6 +146,10 @@ static bool past_the_limit(struct __test_metadata *_metadata,
 	long n;
 	int ret;
 
+	self->thp_pages = RA_THP_FOLIO_MAX / self->fs.page_size;
+	self->folio_pages = folio_pages;
+	self->bound = ra_isqrt(folio_pages * self->thp_pages);
+
 	self->size = SLOTS_OFF + SLOTS * SLOT_SIZE;
 	ret = ra_file_map(&self->fs, self->size, RA_KB, &self->fd, &self->map);
 	if (!ra_ready(_metadata, ret, &self->fs))
@@ -142,11 +175,77 @@ static bool past_the_limit(struct __test_metadata *_metadata,
 	return true;
 }
 
+/*
+ * Enter the test's own memory cgroup, limited from what it holds now: a
+ * fault's folio fits, a PMD-sized one never does, whatever reclaim frees.
+ *
+ *   memory.max = memory.current + MEMCG_ROOM (1 MiB)
+ *
+ * A charge of MEMCG_CHARGE_BATCH pages or fewer may be served from what a
+ * CPU keeps charged in stock for the cgroup, which memory.max does not
+ * bound: where a 2 MiB folio is that small (32 pages on 64 KiB pages),
+ * its charge cannot be made to fail, and the test skips.
+ * Return: false when the test skipped.
+ */
+static bool enter_small_memcg(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(thp_refault) * self)
+{
+	long base;
+	char buf[32];
+	int ret;
+
+	if (self->thp_pages <= MEMCG_CHARGE_BATCH)
+		SKIP(return false,
+		     "a %zu-page THP folio may be charged from a CPU's memcg stock (%d pages), which memory.max does not bound",
+		     self->thp_pages, MEMCG_CHARGE_BATCH);
+	ret = ra_cgroup_enter(&self->fs, &self->cg, "memory");
+	if (!ra_ready(_metadata, ret, &self->fs))
+		return false;
+	base = cg_read_long(self->cg.path, "memory.current");
+	ASSERT_LE(0, base);
+	snprintf(buf, sizeof(buf), "%ld", base + (long)MEMCG_ROOM);
+	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", buf));
+	return true;
+}
+
+/*
+ * Fault the page at file offset @off in through the plain mapping (past
+ * the limit it reads its folio, nothing else of its PMD range), then let
+ * reclaim take it: MADV_PAGEOUT evicts it as memory pressure would,
+ * leaving the shadow a refault finds.
+ * Return: false when the test skipped.
+ */
+static bool evict_page(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(thp_refault) * self, size_t off)
+{
+	size_t ps = self->fs.page_size;
+	size_t range = off & ~(RA_THP_FOLIO_MAX - 1);
+	long before, n;
+
+	before = ra_cached_pages(self->fd, self->map, range, RA_THP_FOLIO_MAX);
+	FORCE_READ(self->map[off]);
+	n = ra_cached_pages(self->fd, self->map, range, RA_THP_FOLIO_MAX) -
+	    before;
+	if (n > (long)self->folio_pages)
+		SKIP(return false, "a fault read %ld pages: mmap_miss under the limit",
+		     n);
+	if (madvise(self->map + off, ps, MADV_PAGEOUT))
+		SKIP(return false, "MADV_PAGEOUT: %s", strerror(errno));
+	if (ra_cached_pages(self->fd, self->map, off, ps))
+		SKIP(return false, "MADV_PAGEOUT left the page cached");
+	return true;
+}
+
+/* Count the pages a measured fault (or read) read. */
+static void count_read(FIXTURE_DATA(thp_refault) * self, long n)
+{
+	self->read += n;
+	if (n > self->worst)
+		self->worst = n;
+}
+
 TEST_F(thp_refault, pageout_then_fault)
 {
-	size_t ps = self->fs.page_size, thp_pages = RA_THP_FOLIO_MAX / ps;
-	size_t folio_pages = ra_folio_size(&self->fs) / ps;
-	long read = 0, worst = 0, bound = ra_isqrt(folio_pages * thp_pages);
 	int i;
 
 	if (!past_the_limit(_metadata, self))
@@ -157,63 +256,32 @@ TEST_F(thp_refault, pageout_then_fault)
 		size_t off = slot + RA_THP_FOLIO_MAX / 2;
 		long before, n;
 
-		/*
-		 * Fault the page in through the plain mapping (past the limit
-		 * it reads its folio), then let reclaim take it: MADV_PAGEOUT
-		 * evicts it as memory pressure would, leaving the shadow a
-		 * refault finds.
-		 */
-		FORCE_READ(self->map[off]);
-		before = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE);
-		if (before > (long)folio_pages)
-			SKIP(return, "a fault read %ld pages: mmap_miss under the limit",
-			     before);
-		if (madvise(self->map + off, ps, MADV_PAGEOUT))
-			SKIP(return, "MADV_PAGEOUT: %s", strerror(errno));
-		if (ra_cached_pages(self->fd, self->map, off, ps))
-			SKIP(return, "MADV_PAGEOUT left the page cached");
+		if (!evict_page(_metadata, self, off))
+			return;
 		/* The refault, through the MADV_HUGEPAGE mapping. */
 		before = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE);
 		FORCE_READ(self->huge[off - SLOTS_OFF]);
 		n = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE) -
 		    before;
-		read += n;
-		if (n > worst)
-			worst = n;
+		count_read(self, n);
 	}
 
 	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE refault past the limit",
-			 worst, "pages read", bound, SUSPECT,
-			 "%ld pages by %d refaults, %zu-page THP folio", read,
-			 SLOTS, thp_pages);
-	ASSERT_LE(SLOTS, read) TH_LOG("the refaults read nothing: nothing was evicted");
+			 self->worst, "pages read", self->bound, SUSPECT,
+			 "%ld pages by %d refaults, %zu-page THP folio",
+			 self->read, SLOTS, self->thp_pages);
+	ASSERT_LE(SLOTS, self->read) TH_LOG("the refaults read nothing: nothing was evicted");
 }
 
 TEST_F(thp_refault, memcg_limit)
 {
-	size_t ps = self->fs.page_size, thp_pages = RA_THP_FOLIO_MAX / ps;
-	size_t folio_pages = ra_folio_size(&self->fs) / ps;
-	long read = 0, worst = 0, bound = ra_isqrt(folio_pages * thp_pages);
-	long base, n;
-	char buf[32];
-	int i, ret;
+	long n;
+	int i;
 
 	if (!past_the_limit(_metadata, self))
 		return;
-
-	/*
-	 * The test's own cgroup, limited from what it holds now: a fault's
-	 * folio fits, a PMD-sized one never does, whatever reclaim frees.
-	 *
-	 *   memory.max = memory.current + MEMCG_ROOM (1 MiB)
-	 */
-	ret = ra_cgroup_enter(&self->fs, &self->cg, "memory");
-	if (!ra_ready(_metadata, ret, &self->fs))
+	if (!enter_small_memcg(_metadata, self))
 		return;
-	base = cg_read_long(self->cg.path, "memory.current");
-	ASSERT_LE(0, base);
-	snprintf(buf, sizeof(buf), "%ld", base + (long)MEMCG_ROOM);
-	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", buf));
 
 	/* One fault per slot, 1 MiB into it, through the MADV_HUGEPAGE map. */
 	for (i = 0; i < SLOTS; i++) {
@@ -222,17 +290,145 @@ TEST_F(thp_refault, memcg_limit)
 		FORCE_READ(self->huge[i * SLOT_SIZE + RA_THP_FOLIO_MAX / 2]);
 		n = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE);
 		ASSERT_LE(0, n);
-		read += n;
-		if (n > worst)
-			worst = n;
+		count_read(self, n);
 	}
 	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", "max"));
 
 	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE fault past the limit under memory.max",
-			 worst, "pages read", bound, SUSPECT_CHARGE,
+			 self->worst, "pages read", self->bound, SUSPECT_CHARGE,
 			 "%ld pages by %d faults, %zu-page THP folio, memory.max %zu KiB over use",
-			 read, SLOTS, thp_pages, MEMCG_ROOM / 1024);
-	ASSERT_LE(SLOTS, read) TH_LOG("the faults read nothing");
+			 self->read, SLOTS, self->thp_pages, MEMCG_ROOM / 1024);
+	ASSERT_LE(SLOTS, self->read) TH_LOG("the faults read nothing");
+}
+
+/*
+ * Walk the first PMD range of each slot through the MADV_HUGEPAGE
+ * mapping, a fault per folio, all but its last folio: past the limit each
+ * fault reads its folio. The walk's last step, from that folio into the
+ * slot's second range, is the test's.
+ *
+ *   [ range 0: walked ......... | last ][ range 1 ]  slot i
+ *     one fault per folio, here   ^ then  ^ measured
+ */
+static void walk_first_ranges(FIXTURE_DATA(thp_refault) * self)
+{
+	size_t folio = ra_folio_size(&self->fs), off;
+	int i;
+
+	for (i = 0; i < SLOTS; i++)
+		for (off = 0; off < RA_THP_FOLIO_MAX - folio; off += folio)
+			FORCE_READ(self->huge[i * SLOT_SIZE + off]);
+}
+
+/*
+ * The walk's last step in slot @i: the last folio of its first range,
+ * then the first page of the second. Return: pages the second read.
+ */
+static long walk_step(FIXTURE_DATA(thp_refault) * self, int i)
+{
+	size_t folio = ra_folio_size(&self->fs);
+	size_t second = i * SLOT_SIZE + RA_THP_FOLIO_MAX;
+	long before;
+
+	FORCE_READ(self->huge[second - folio]);
+	before = ra_cached_pages(self->fd, self->map, SLOTS_OFF + second,
+				 RA_THP_FOLIO_MAX);
+	FORCE_READ(self->huge[second]);
+	return ra_cached_pages(self->fd, self->map, SLOTS_OFF + second,
+			       RA_THP_FOLIO_MAX) - before;
+}
+
+TEST_F(thp_refault, walk_memcg_limit)
+{
+	long n;
+	int i;
+
+	if (!past_the_limit(_metadata, self))
+		return;
+	walk_first_ranges(self);
+
+	/* The walk goes on in a cgroup too small for a PMD folio. */
+	if (!enter_small_memcg(_metadata, self))
+		return;
+	for (i = 0; i < SLOTS; i++) {
+		n = walk_step(self, i);
+		ASSERT_LE(0, n);
+		count_read(self, n);
+	}
+	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", "max"));
+
+	RA_EXPECT_FIGURE(&self->fs,
+			 "worst MADV_HUGEPAGE walk into the next PMD range under memory.max",
+			 self->worst, "pages read", self->bound, SUSPECT_WALK,
+			 "%ld pages by %d faults, %zu-page THP folio, memory.max %zu KiB over use",
+			 self->read, SLOTS, self->thp_pages, MEMCG_ROOM / 1024);
+	ASSERT_LE(SLOTS, self->read) TH_LOG("the faults read nothing");
+}
+
+TEST_F(thp_refault, walk_refault)
+{
+	int i;
+
+	if (!past_the_limit(_metadata, self))
+		return;
+	walk_first_ranges(self);
+
+	for (i = 0; i < SLOTS; i++) {
+		/* A page 1 MiB into the second range, faulted and evicted */
+		size_t off = SLOTS_OFF + i * SLOT_SIZE + RA_THP_FOLIO_MAX * 3 / 2;
+		long n;
+
+		if (!evict_page(_metadata, self, off))
+			return;
+		n = walk_step(self, i);
+		ASSERT_LE(0, n);
+		count_read(self, n);
+	}
+
+	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE walk into a PMD range with a shadow",
+			 self->worst, "pages read", self->bound, SUSPECT_WALK,
+			 "%ld pages by %d faults, %zu-page THP folio",
+			 self->read, SLOTS, self->thp_pages);
+	ASSERT_LE(SLOTS, self->read) TH_LOG("the faults read nothing");
+}
+
+TEST_F(thp_refault, straddling_reads)
+{
+	size_t folio = ra_folio_size(&self->fs), healthy;
+	long bound;
+	int i, j;
+
+	if (!past_the_limit(_metadata, self))
+		return;
+	healthy = RECORD_FOLIOS * self->folio_pages;
+	bound = ra_isqrt(healthy * self->thp_pages);
+
+	/*
+	 * One read per slot, a fault per folio, across the boundary of its
+	 * two ranges:
+	 *
+	 *   [ range 0      |xxxx][xxxx|      range 1 ]  slot i
+	 */
+	for (i = 0; i < SLOTS; i++) {
+		size_t slot = SLOTS_OFF + i * SLOT_SIZE;
+		size_t start = i * SLOT_SIZE + RA_THP_FOLIO_MAX -
+			       RECORD_FOLIOS / 2 * folio;
+		long before, n;
+
+		before = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE);
+		for (j = 0; j < RECORD_FOLIOS; j++)
+			FORCE_READ(self->huge[start + j * folio]);
+		n = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE) -
+		    before;
+		ASSERT_LE(0, n);
+		count_read(self, n);
+	}
+
+	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE read across a PMD boundary past the limit",
+			 self->worst, "pages read", bound, SUSPECT_STRADDLE,
+			 "%ld pages by %d reads of %zu pages (healthy), %zu-page THP folio",
+			 self->read, SLOTS, healthy, self->thp_pages);
+	ASSERT_LE(SLOTS, self->read) TH_LOG("the reads read nothing");
 }
 
 int main(int argc, char **argv)
