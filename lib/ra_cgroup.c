@@ -8,7 +8,7 @@
 #include "ra_cgroup.h"
 
 /*
- * At the main process's exit, on a SIGTERM too (a runner's, to every process),
+ * At the main process's exit, on a SIGTERM too (the runner's timeout signals it),
  * remove the cgroups of killed tests, whose limits would hold their I/O or memory.
  */
 static void ra_cgroup_exit(int sig __maybe_unused)

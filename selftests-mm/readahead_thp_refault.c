@@ -23,19 +23,19 @@
  * judged where a 2 MiB folio is so few pages that a CPU's memcg charge
  * stock may hold it (64 KiB pages: enter_small_memcg()).
  *
- * Past the limit a kernel may still read the PMD-sized folio of a
- * MADV_HUGEPAGE reader that walks from one PMD range into the next (a
- * backward memmove(), readahead_descending.c); what it must not do is
- * read more than 7.3 does for the program's other faults, each measured
- * as pages read at the fault into the next range, healthy one folio,
- * same bound:
- * walk_memcg_limit: the walk goes on in a cgroup too small for a PMD
+ * Past the limit a kernel may still read the 2 MiB folio of a
+ * MADV_HUGEPAGE reader that walks from one 2 MiB range of the file into
+ * the next (a backward memmove(), readahead_descending.c); what it must
+ * not do is read more than 7.3 does for the program's other faults, each
+ * measured as pages read into the next range, healthy one folio, same
+ * bound:
+ * walk_memcg_limit: the walk goes on in a cgroup too small for a 2 MiB
  * folio, whose charge fails (as memcg_limit);
  * walk_refault: the range walked into holds the shadow of a page reclaim
  * evicted, a refault under pressure (as pageout_then_fault);
  * straddling_reads: not a walk, reads of RECORD_FOLIOS folios at random
- * that cross a PMD boundary; healthy the record's folios, broken a PMD
- * range more, bound their geometric mean.
+ * that cross a 2 MiB boundary, up or down; healthy the record's folios,
+ * broken a 2 MiB range more, bound their geometric mean.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,7 +51,7 @@
 #include "ra_cache.h"
 #include "ra_cgroup.h"
 
-/* Refaulted pages, one per slot of two RA_THP_FOLIO_MAX folios. */
+/* Measured faults or reads, one per slot of two RA_THP_FOLIO_MAX ranges */
 #define SLOTS		8
 /*
  * Faults of the random phase: even with a third of them hits, which
@@ -71,10 +71,12 @@
 #define MEMCG_CHARGE_BATCH	64
 /* Folios of a straddling read, half of them each side of the boundary */
 #define RECORD_FOLIOS	8
-#define SUSPECT_WALK \
-	"a VM_HUGEPAGE fault past MMAP_LOTSAMISS that moves into the next PMD range reads it whole: its PMD folio falls back to small folios when the charge fails, or is read over a shadow (do_sync_mmap_readahead())"
+#define SUSPECT_WALK_CHARGE \
+	"a VM_HUGEPAGE walk past MMAP_LOTSAMISS reads the next 2 MiB range in small folios when its 2 MiB folio fails the memcg charge (page_cache_ra_order()'s fallback in do_sync_mmap_readahead())"
+#define SUSPECT_WALK_SHADOW \
+	"a VM_HUGEPAGE walk past MMAP_LOTSAMISS reads a 2 MiB folio over a refault's shadow (do_sync_mmap_readahead() checks folios only)"
 #define SUSPECT_STRADDLE \
-	"a random read across a PMD boundary passes for a walk past MMAP_LOTSAMISS and reads the PMD range above it (do_sync_mmap_readahead())"
+	"a random read across a 2 MiB boundary passes for a walk past MMAP_LOTSAMISS and reads the range beyond it (do_sync_mmap_readahead())"
 
 FIXTURE(thp_refault) {
 	struct ra_fs fs;
@@ -176,15 +178,31 @@ static bool past_the_limit(struct __test_metadata *_metadata,
 }
 
 /*
- * Enter the test's own memory cgroup, limited from what it holds now: a
- * fault's folio fits, a PMD-sized one never does, whatever reclaim frees.
- *
- *   memory.max = memory.current + MEMCG_ROOM (1 MiB)
- *
  * A charge of MEMCG_CHARGE_BATCH pages or fewer may be served from what a
  * CPU keeps charged in stock for the cgroup, which memory.max does not
  * bound: where a 2 MiB folio is that small (32 pages on 64 KiB pages),
  * its charge cannot be made to fail, and the test skips.
+ * Return: false when the test skipped.
+ */
+static bool thp_charge_can_fail(struct __test_metadata *_metadata,
+				FIXTURE_DATA(thp_refault) * self)
+{
+	size_t thp_pages = RA_THP_FOLIO_MAX / self->fs.page_size;
+
+	if (thp_pages <= MEMCG_CHARGE_BATCH)
+		SKIP(return false,
+		     "a %zu-page THP folio may be charged from a CPU's memcg stock (%d pages), which memory.max does not bound",
+		     thp_pages, MEMCG_CHARGE_BATCH);
+	return true;
+}
+
+/*
+ * Enter the test's own memory cgroup and limit it to what it holds plus
+ * MEMCG_ROOM: a fault's folio fits, a 2 MiB one never does, whatever
+ * reclaim frees.
+ *
+ *   memory.max = memory.current + MEMCG_ROOM (1 MiB)
+ *
  * Return: false when the test skipped.
  */
 static bool enter_small_memcg(struct __test_metadata *_metadata,
@@ -194,10 +212,6 @@ static bool enter_small_memcg(struct __test_metadata *_metadata,
 	char buf[32];
 	int ret;
 
-	if (self->thp_pages <= MEMCG_CHARGE_BATCH)
-		SKIP(return false,
-		     "a %zu-page THP folio may be charged from a CPU's memcg stock (%d pages), which memory.max does not bound",
-		     self->thp_pages, MEMCG_CHARGE_BATCH);
 	ret = ra_cgroup_enter(&self->fs, &self->cg, "memory");
 	if (!ra_ready(_metadata, ret, &self->fs))
 		return false;
@@ -210,7 +224,7 @@ static bool enter_small_memcg(struct __test_metadata *_metadata,
 
 /*
  * Fault the page at file offset @off in through the plain mapping (past
- * the limit it reads its folio, nothing else of its PMD range), then let
+ * the limit it reads its folio, nothing else of its 2 MiB range), then let
  * reclaim take it: MADV_PAGEOUT evicts it as memory pressure would,
  * leaving the shadow a refault finds.
  * Return: false when the test skipped.
@@ -278,9 +292,9 @@ TEST_F(thp_refault, memcg_limit)
 	long n;
 	int i;
 
-	if (!past_the_limit(_metadata, self))
-		return;
-	if (!enter_small_memcg(_metadata, self))
+	if (!thp_charge_can_fail(_metadata, self) ||
+	    !past_the_limit(_metadata, self) ||
+	    !enter_small_memcg(_metadata, self))
 		return;
 
 	/* One fault per slot, 1 MiB into it, through the MADV_HUGEPAGE map. */
@@ -302,7 +316,7 @@ TEST_F(thp_refault, memcg_limit)
 }
 
 /*
- * Walk the first PMD range of each slot through the MADV_HUGEPAGE
+ * Walk the first 2 MiB range of each slot through the MADV_HUGEPAGE
  * mapping, a fault per folio, all but its last folio: past the limit each
  * fault reads its folio. The walk's last step, from that folio into the
  * slot's second range, is the test's.
@@ -322,47 +336,58 @@ static void walk_first_ranges(FIXTURE_DATA(thp_refault) * self)
 
 /*
  * The walk's last step in slot @i: the last folio of its first range,
- * then the first page of the second. Return: pages the second read.
+ * then the first page of the second. Return: pages the two faults read
+ * into the second range.
  */
-static long walk_step(FIXTURE_DATA(thp_refault) * self, int i)
+static long walk_step(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(thp_refault) * self, int i)
 {
 	size_t folio = ra_folio_size(&self->fs);
 	size_t second = i * SLOT_SIZE + RA_THP_FOLIO_MAX;
-	long before;
+	long before, after;
 
-	FORCE_READ(self->huge[second - folio]);
 	before = ra_cached_pages(self->fd, self->map, SLOTS_OFF + second,
 				 RA_THP_FOLIO_MAX);
+	ASSERT_LE(0, before);
+	FORCE_READ(self->huge[second - folio]);
 	FORCE_READ(self->huge[second]);
-	return ra_cached_pages(self->fd, self->map, SLOTS_OFF + second,
-			       RA_THP_FOLIO_MAX) - before;
+	after = ra_cached_pages(self->fd, self->map, SLOTS_OFF + second,
+				RA_THP_FOLIO_MAX);
+	ASSERT_LE(0, after);
+	return after - before;
 }
 
 TEST_F(thp_refault, walk_memcg_limit)
 {
-	long n;
+	long control;
 	int i;
 
-	if (!past_the_limit(_metadata, self))
+	if (!thp_charge_can_fail(_metadata, self) ||
+	    !past_the_limit(_metadata, self))
 		return;
 	walk_first_ranges(self);
+	/*
+	 * Slot 0's step outside the cgroup, for the figure line: what the
+	 * kernel reads for such a walk where memory allows (one folio on
+	 * 7.3, a 2 MiB folio where walks read them).
+	 */
+	control = walk_step(_metadata, self, 0);
 
-	/* The walk goes on in a cgroup too small for a PMD folio. */
+	/* The walk goes on in a cgroup too small for a 2 MiB folio. */
 	if (!enter_small_memcg(_metadata, self))
 		return;
-	for (i = 0; i < SLOTS; i++) {
-		n = walk_step(self, i);
-		ASSERT_LE(0, n);
-		count_read(self, n);
-	}
+	for (i = 1; i < SLOTS; i++)
+		count_read(self, walk_step(_metadata, self, i));
 	ASSERT_EQ(0, cg_write(self->cg.path, "memory.max", "max"));
 
 	RA_EXPECT_FIGURE(&self->fs,
-			 "worst MADV_HUGEPAGE walk into the next PMD range under memory.max",
-			 self->worst, "pages read", self->bound, SUSPECT_WALK,
-			 "%ld pages by %d faults, %zu-page THP folio, memory.max %zu KiB over use",
-			 self->read, SLOTS, self->thp_pages, MEMCG_ROOM / 1024);
-	ASSERT_LE(SLOTS, self->read) TH_LOG("the faults read nothing");
+			 "worst MADV_HUGEPAGE walk into the next 2 MiB range under memory.max",
+			 self->worst, "pages read", self->bound,
+			 SUSPECT_WALK_CHARGE,
+			 "%ld pages by %d faults, %zu-page THP folio, memory.max %zu KiB over use; outside the cgroup %ld",
+			 self->read, SLOTS - 1, self->thp_pages,
+			 MEMCG_ROOM / 1024, control);
+	ASSERT_LE(SLOTS - 1, self->read) TH_LOG("the faults read nothing");
 }
 
 TEST_F(thp_refault, walk_refault)
@@ -376,17 +401,15 @@ TEST_F(thp_refault, walk_refault)
 	for (i = 0; i < SLOTS; i++) {
 		/* A page 1 MiB into the second range, faulted and evicted */
 		size_t off = SLOTS_OFF + i * SLOT_SIZE + RA_THP_FOLIO_MAX * 3 / 2;
-		long n;
 
 		if (!evict_page(_metadata, self, off))
 			return;
-		n = walk_step(self, i);
-		ASSERT_LE(0, n);
-		count_read(self, n);
+		count_read(self, walk_step(_metadata, self, i));
 	}
 
-	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE walk into a PMD range with a shadow",
-			 self->worst, "pages read", self->bound, SUSPECT_WALK,
+	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE walk into a 2 MiB range with a shadow",
+			 self->worst, "pages read", self->bound,
+			 SUSPECT_WALK_SHADOW,
 			 "%ld pages by %d faults, %zu-page THP folio",
 			 self->read, SLOTS, self->thp_pages);
 	ASSERT_LE(SLOTS, self->read) TH_LOG("the faults read nothing");
@@ -396,7 +419,7 @@ TEST_F(thp_refault, straddling_reads)
 {
 	size_t folio = ra_folio_size(&self->fs), healthy;
 	long bound;
-	int i, j;
+	int k, j;
 
 	if (!past_the_limit(_metadata, self))
 		return;
@@ -405,26 +428,33 @@ TEST_F(thp_refault, straddling_reads)
 
 	/*
 	 * One read per slot, a fault per folio, across the boundary of its
-	 * two ranges:
+	 * two ranges, up in the even slots, then down in the odd ones: no
+	 * read starts next to the range the one before ended in.
 	 *
 	 *   [ range 0      |xxxx][xxxx|      range 1 ]  slot i
+	 *                   --->  (slots 0, 2, 4, 6)
+	 *                   <---  (slots 1, 3, 5, 7)
 	 */
-	for (i = 0; i < SLOTS; i++) {
+	for (k = 0; k < SLOTS; k++) {
+		bool down = k >= SLOTS / 2;
+		int i = 2 * k % SLOTS + down;
 		size_t slot = SLOTS_OFF + i * SLOT_SIZE;
 		size_t start = i * SLOT_SIZE + RA_THP_FOLIO_MAX -
 			       RECORD_FOLIOS / 2 * folio;
-		long before, n;
+		long before, after;
 
 		before = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE);
+		ASSERT_LE(0, before);
 		for (j = 0; j < RECORD_FOLIOS; j++)
-			FORCE_READ(self->huge[start + j * folio]);
-		n = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE) -
-		    before;
-		ASSERT_LE(0, n);
-		count_read(self, n);
+			FORCE_READ(self->huge[start + (down ?
+					RECORD_FOLIOS - 1 - j : j) * folio]);
+		after = ra_cached_pages(self->fd, self->map, slot, SLOT_SIZE);
+		ASSERT_LE(0, after);
+		count_read(self, after - before);
 	}
 
-	RA_EXPECT_FIGURE(&self->fs, "worst MADV_HUGEPAGE read across a PMD boundary past the limit",
+	RA_EXPECT_FIGURE(&self->fs,
+			 "worst MADV_HUGEPAGE read across a 2 MiB boundary past the limit",
 			 self->worst, "pages read", bound, SUSPECT_STRADDLE,
 			 "%ld pages by %d reads of %zu pages (healthy), %zu-page THP folio",
 			 self->read, SLOTS, healthy, self->thp_pages);
